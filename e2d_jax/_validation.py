@@ -1,0 +1,60 @@
+"""Argument checks raised in Python before tracing (STYLE rule 15).
+
+Every message names the argument, what was expected and what was received. Values that are
+traced (inside ``jit``/``vmap``) cannot be checked here; they are left to the solvers' status
+codes.
+"""
+from __future__ import annotations
+
+import numbers
+
+import jax
+import numpy as np
+
+
+def is_concrete(x) -> bool:
+    """True when ``x`` holds a value in Python (not a tracer inside jit/vmap)."""
+    return not isinstance(x, jax.core.Tracer)
+
+
+def check_int(name: str, value, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_positive(name: str, value, *, allow_zero: bool = False):
+    """Checks a scalar is > 0 (>= 0 with ``allow_zero``) when it is concrete."""
+    if not is_concrete(value):
+        return value
+    arr = np.asarray(value)
+    if arr.shape != ():
+        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    v = float(arr)
+    ok = (v >= 0) if allow_zero else (v > 0)
+    if not np.isfinite(v) or not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {v}")
+    return value
+
+
+def check_shape(name: str, x, shape: tuple, *, what: str = "") -> None:
+    """Checks ``x.shape`` against ``shape`` where ``None`` matches any size."""
+    got = tuple(np.shape(x))
+    if len(got) != len(shape) or any(s is not None and s != g for s, g in zip(shape, got)):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+        extra = f" ({what})" if what else ""
+        raise ValueError(f"{name} must have shape {want}{extra}, got {got}")
+
+
+def check_finite(name: str, x) -> None:
+    if is_concrete(x) and not np.all(np.isfinite(np.asarray(x))):
+        raise ValueError(f"{name} must contain only finite values")
+
+
+def check_floating(name: str, x) -> None:
+    dt = np.asarray(x).dtype if is_concrete(x) else x.dtype
+    if not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
+        raise ValueError(f"{name} must be a real array, got dtype {dt}")

@@ -1,0 +1,289 @@
+"""Linear bandits with side observations (paper, Examples 2.1 and 2.2; Appendix 'Experiments').
+
+A model class is a set of features phi_pi (rows of ``features``, K x d) and observation maps
+M_pi (m_pi x d). Playing pi under the true parameter f* gives the reward <phi_pi, f*> (never
+observed directly) and the observation ``y = M_pi f* + sigma * xi`` with xi ~ N(0, I_{m_pi}).
+
+Observation maps of different sizes are stored padded to a common m rows: rows past m_pi are
+zero in ``obs_matrices`` and ``False`` in ``obs_mask``, and the padded observation entries are
+exactly 0. Zero rows change nothing downstream: they add nothing to the Gram matrices
+G_pi = M_pi^T M_pi, to the ridge statistics, or to the divergence ||M_pi (g - f)||^2, so the
+padded form is exact and keeps every shape static for ``lax.scan`` and ``vmap``.
+
+Builders:
+  * :func:`semi_bandit` - the paper's experiments: reward-observing actions plus one
+    *suboptimal* revealing action whose observation is the whole vector Phi f* + noise
+    (the paper writes the noise as I_d; it is I_K, one coordinate per action).
+  * :func:`linear_bandit` - M_pi = phi_pi^T.
+  * :func:`multi_armed_bandit` - phi_pi = e_pi, d = K.
+  * :func:`linear_side_observation` - any features and observation maps given as arrays.
+
+Random instances (documented distribution): features are i.i.d. uniform on the unit sphere
+S^{d-1}; f* is uniform on the unit sphere, so every mean reward lies in [-1, 1] and
+||f*|| = 1; the revealing action is uniform among the suboptimal actions. For the
+multi-armed bandit the means f*_pi are i.i.d. uniform on [0, 1].
+
+All builders are pure functions of an explicit key with static sizes, so they can be
+``vmap``-ed over keys to make a batch of instances.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from e2d_jax import _validation as V
+from e2d_jax.types import Environment
+
+
+class LinearModel(NamedTuple):
+    """The model class the learner knows (everything but f*).
+
+    Attributes:
+      features: (K, d) float, phi_pi as rows.
+      obs_matrices: (K, m, d) float, M_pi padded with zero rows to m rows.
+      obs_mask: (K, m) bool, True on the m_pi real rows of each M_pi.
+      grams: (K, d, d) float, G_pi = M_pi^T M_pi.
+      sigma: () float, noise standard deviation (known to the learner).
+      span_basis: (d, r) float, orthonormal basis of range(sum_pi G_pi): the directions of
+        f that any observation can reveal. Every reward and divergence depends on f only
+        through its projection on this span (see ``e2d_jax.dec.linear``).
+    """
+
+    features: jax.Array
+    obs_matrices: jax.Array
+    obs_mask: jax.Array
+    grams: jax.Array
+    sigma: jax.Array
+    span_basis: jax.Array
+
+    @property
+    def num_actions(self) -> int:
+        return self.features.shape[-2]
+
+    @property
+    def dim(self) -> int:
+        return self.features.shape[-1]
+
+
+class LinearEnvParams(NamedTuple):
+    """A linear bandit instance: the model class and the true parameter f* (``theta``)."""
+
+    model: LinearModel
+    theta: jax.Array  # (d,) float, f*
+
+
+def observe(key: jax.Array, params: LinearEnvParams, action: jax.Array) -> jax.Array:
+    """Samples ``y = M_pi f* + sigma xi`` for ``pi = action``; padded entries are 0.
+
+    Args:
+      key: PRNG key.
+      params: the instance.
+      action: () int, the action played.
+
+    Returns:
+      (m,) observation.
+    """
+    model = params.model
+    mat = model.obs_matrices[action]
+    mask = model.obs_mask[action]
+    noise = jax.random.normal(key, mask.shape, dtype=mat.dtype)
+    return jnp.where(mask, mat @ params.theta + model.sigma * noise, 0.0)
+
+
+def mean_rewards(params: LinearEnvParams) -> jax.Array:
+    """(K,) expected rewards <phi_pi, f*>."""
+    return params.model.features @ params.theta
+
+
+def _model(params: LinearEnvParams) -> LinearModel:
+    return params.model
+
+
+ENVIRONMENT = Environment(observe=observe, mean_rewards=mean_rewards, model=_model)
+
+
+def _default_dtype(dtype):
+    return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
+def span_basis(grams: jax.Array, rank: int) -> jax.Array:
+    """(d, rank) orthonormal eigenvectors of sum_pi G_pi for its ``rank`` largest eigenvalues."""
+    _, vecs = jnp.linalg.eigh(jnp.sum(grams, axis=0))
+    return vecs[:, ::-1][:, :rank]
+
+
+def _assemble(features, obs_matrices, obs_mask, sigma, rank) -> LinearModel:
+    grams = jnp.einsum("kmi,kmj->kij", obs_matrices, obs_matrices)
+    return LinearModel(
+        features=features,
+        obs_matrices=obs_matrices,
+        obs_mask=obs_mask,
+        grams=grams,
+        sigma=jnp.asarray(sigma, dtype=features.dtype),
+        span_basis=span_basis(grams, rank),
+    )
+
+
+def _check_sizes(d, num_actions):
+    V.check_int("d", d, minimum=1)
+    V.check_int("num_actions", num_actions, minimum=2)
+
+
+def _unit_sphere(key, shape, dtype):
+    x = jax.random.normal(key, shape, dtype=dtype)
+    return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def semi_bandit(
+    key: jax.Array,
+    d: int,
+    num_actions: int,
+    *,
+    sigma: float = 1.0,
+    revealing_action: int | None = None,
+    dtype=None,
+) -> LinearEnvParams:
+    """Semi-bandit with one revealing action (paper, Appendix 'Experiments').
+
+    Every action pi observes its own reward, M_pi = phi_pi^T, except the revealing action
+    pi_hat, which observes all of them: M_pi_hat = Phi (K x d), y = Phi f* + sigma xi with
+    xi ~ N(0, I_K). The revealing action is suboptimal.
+
+    Args:
+      key: PRNG key for the random features, f* and revealing action.
+      d: feature dimension (>= 1).
+      num_actions: K (>= 2).
+      sigma: noise standard deviation (> 0).
+      revealing_action: index of pi_hat; default uniform among the suboptimal actions. A
+        given index is used as is (the caller is responsible for it being suboptimal).
+      dtype: float dtype (default: float64 if x64 is enabled, else float32).
+
+    Returns:
+      LinearEnvParams with m = K observation rows.
+    """
+    _check_sizes(d, num_actions)
+    V.check_positive("sigma", sigma)
+    if revealing_action is not None:
+        V.check_int("revealing_action", revealing_action, minimum=0)
+        if revealing_action >= num_actions:
+            raise ValueError(
+                f"revealing_action must be < num_actions={num_actions}, got {revealing_action}"
+            )
+    dtype = _default_dtype(dtype)
+    k_feat, k_theta, k_rev = jax.random.split(key, 3)
+    features = _unit_sphere(k_feat, (num_actions, d), dtype)
+    theta = _unit_sphere(k_theta, (d,), dtype)
+    if revealing_action is None:
+        best = jnp.argmax(features @ theta)
+        idx = jax.random.randint(k_rev, (), 0, num_actions - 1)
+        rev = idx + (idx >= best)
+    else:
+        rev = jnp.asarray(revealing_action)
+    return semi_bandit_from_features(features, theta, rev, sigma=sigma)
+
+
+def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0) -> LinearEnvParams:
+    """The revealing semi-bandit for given features (K, d), f* (d,) and revealing index."""
+    features = jnp.asarray(features)
+    num_actions, d = features.shape
+    eye = jnp.eye(num_actions, dtype=bool)
+    own = jnp.zeros((num_actions, num_actions, d), features.dtype).at[:, 0, :].set(features)
+    reveal = (jnp.arange(num_actions) == revealing_action)[:, None, None]
+    obs_matrices = jnp.where(reveal, features[None, :, :], own)
+    first_row = jnp.zeros((num_actions, num_actions), bool).at[:, 0].set(True)
+    obs_mask = jnp.where(reveal[:, :, 0], jnp.ones_like(eye), first_row)
+    model = _assemble(features, obs_matrices, obs_mask, sigma, min(d, num_actions))
+    return LinearEnvParams(model=model, theta=jnp.asarray(theta, features.dtype))
+
+
+def linear_bandit(key, d: int, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
+    """Plain linear bandit (Example 2.1): M_pi = phi_pi^T, random instance as documented above."""
+    _check_sizes(d, num_actions)
+    V.check_positive("sigma", sigma)
+    dtype = _default_dtype(dtype)
+    k_feat, k_theta = jax.random.split(key)
+    features = _unit_sphere(k_feat, (num_actions, d), dtype)
+    theta = _unit_sphere(k_theta, (d,), dtype)
+    model = _assemble(
+        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, min(d, num_actions)
+    )
+    return LinearEnvParams(model=model, theta=theta)
+
+
+def multi_armed_bandit(key, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
+    """K-armed Gaussian bandit as a linear bandit with phi_pi = e_pi; means i.i.d. U[0, 1]."""
+    V.check_int("num_actions", num_actions, minimum=2)
+    V.check_positive("sigma", sigma)
+    dtype = _default_dtype(dtype)
+    features = jnp.eye(num_actions, dtype=dtype)
+    theta = jax.random.uniform(key, (num_actions,), dtype=dtype)
+    model = _assemble(
+        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, num_actions
+    )
+    return LinearEnvParams(model=model, theta=theta)
+
+
+def linear_side_observation(
+    features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None
+) -> LinearEnvParams:
+    """An instance from explicit arrays (concrete NumPy or JAX arrays).
+
+    Args:
+      features: (K, d) features, K >= 2.
+      obs_matrices: (K, m, d) observation maps, padded with zero rows.
+      theta: (d,) the true parameter f*.
+      sigma: noise standard deviation (> 0).
+      obs_mask: optional (K, m) bool; default: the rows that are not identically zero.
+
+    The paper assumes phi_pi phi_pi^T <= M_pi^T M_pi (the reward is observed); this is
+    checked, since the linear DEC relies on every feature lying in the observable span.
+    """
+    V.check_floating("features", features)
+    features_np = np.asarray(features)
+    if features_np.ndim != 2:
+        raise ValueError(f"features must have shape (K, d), got {features_np.shape}")
+    num_actions, d = features_np.shape
+    _check_sizes(d, num_actions)
+    obs_np = np.asarray(obs_matrices)
+    if obs_np.ndim == 2 and obs_np.shape == (num_actions, d):
+        obs_np = obs_np[:, None, :]
+    V.check_shape("obs_matrices", obs_np, (num_actions, None, d), what="(K, m, d)")
+    V.check_shape("theta", theta, (d,))
+    V.check_positive("sigma", sigma)
+    for name, arr in (("features", features_np), ("obs_matrices", obs_np), ("theta", theta)):
+        V.check_finite(name, arr)
+    if obs_mask is None:
+        obs_mask = np.any(obs_np != 0, axis=-1)
+    else:
+        V.check_shape("obs_mask", obs_mask, obs_np.shape[:2])
+        obs_mask = np.asarray(obs_mask, bool)
+        obs_np = np.where(obs_mask[..., None], obs_np, 0.0)
+    grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
+    # Reward observed: phi phi^T <= G, i.e. phi in range(G) with phi^T G^+ phi <= 1.
+    for k in range(num_actions):
+        phi = features_np[k]
+        sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
+        resid = np.linalg.norm(grams[k] @ sol - phi)
+        if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
+            raise ValueError(
+                f"obs_matrices[{k}] does not observe the reward of action {k}: the paper "
+                "requires phi_pi phi_pi^T <= M_pi^T M_pi (Example 2.2)"
+            )
+    eig = np.linalg.eigvalsh(grams.sum(0))
+    rank = int(np.sum(eig > eig.max() * 1e-10)) if eig.max() > 0 else d
+    dtype = jnp.asarray(features).dtype
+    if not jnp.issubdtype(dtype, jnp.floating):
+        dtype = _default_dtype(None)
+    model = _assemble(
+        jnp.asarray(features_np, dtype), jnp.asarray(obs_np, dtype), jnp.asarray(obs_mask), sigma, max(rank, 1)
+    )
+    return LinearEnvParams(model=model, theta=jnp.asarray(theta, dtype))
+
+
+def gaps(params: LinearEnvParams) -> jax.Array:
+    """(K,) Delta(pi, f*) = max_b r(b) - r(pi)."""
+    r = mean_rewards(params)
+    return jnp.max(r) - r

@@ -1,0 +1,97 @@
+"""(Projected) regularised least squares, paper eq. (ridge), Appendix 'Bounding the
+Estimation Error of Projected Regularized Least-Squares'.
+
+    V_t   = V_0 + sum_{s<t} M_{pi_s}^T M_{pi_s},          V_0 = reg * I_d
+    b_t   = sum_{s<t} M_{pi_s}^T y_s
+    f_hat = Proj_{V_t}(V_t^{-1} b_t)                      (projection optional)
+
+The state keeps V_t^{-1} and updates it with one Sherman-Morrison step per observation row,
+so a round costs O(m d^2) (O(d^2) per row) instead of an O(d^3) re-solve. Padded (zero)
+observation rows are exact no-ops of that update. ``log det V_t / det V_0`` is kept the same
+way (matrix determinant lemma) for the UCB confidence width.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+class RidgeState(NamedTuple):
+    v_inv: jax.Array  # (d, d) float, V_t^{-1}
+    b: jax.Array  # (d,) float, sum of M^T y
+    f_hat: jax.Array  # (d,) float, the (projected) estimate
+    logdet: jax.Array  # () float, log det V_t - log det V_0
+    count: jax.Array  # () int32, rounds seen
+
+
+def init(d: int, *, reg: float = 1.0, dtype=jnp.float32) -> RidgeState:
+    """Empty statistics, V_0 = reg * I_d (reg > 0)."""
+    return RidgeState(
+        v_inv=jnp.eye(d, dtype=dtype) / reg,
+        b=jnp.zeros((d,), dtype),
+        f_hat=jnp.zeros((d,), dtype),
+        logdet=jnp.zeros((), dtype),
+        count=jnp.zeros((), jnp.int32),
+    )
+
+
+def _rank_one(carry, row):
+    v_inv, logdet = carry
+    u = v_inv @ row
+    denom = 1.0 + row @ u
+    v_inv = v_inv - jnp.outer(u, u) / denom
+    # Keep the matrix exactly symmetric so float32 rounding cannot drift it apart.
+    v_inv = 0.5 * (v_inv + v_inv.T)
+    return (v_inv, logdet + jnp.log(denom)), None
+
+
+def update(state: RidgeState, obs_matrix: jax.Array, obs: jax.Array, *, radius=None) -> RidgeState:
+    """Adds one round's data.
+
+    Args:
+      state: current statistics.
+      obs_matrix: (m, d) M_pi of the action played (zero rows for padding).
+      obs: (m,) the observation (0 in padded entries).
+      radius: optional bound S; the estimate is projected onto {||f|| <= S} in the V_t norm.
+
+    Returns:
+      The updated state (O(m d^2) work).
+    """
+    (v_inv, logdet), _ = lax.scan(_rank_one, (state.v_inv, state.logdet), obs_matrix)
+    b = state.b + obs_matrix.T @ obs
+    f_hat = v_inv @ b
+    if radius is not None:
+        f_hat = project_ball(f_hat, v_inv, radius)
+    return RidgeState(v_inv=v_inv, b=b, f_hat=f_hat, logdet=logdet, count=state.count + 1)
+
+
+def project_ball(f, v_inv, radius, *, iters: int = 60):
+    """argmin_{||g|| <= radius} ||g - f||_{V} with V = v_inv^{-1}  (O(d^3), eigh + bisection).
+
+    The minimiser is g(nu) = (V + nu I)^{-1} V f for the nu >= 0 with ||g(nu)|| = radius.
+    In the eigenbasis of V^{-1} (eigenvalues s_i), g_i = z_i / (1 + nu s_i).
+    """
+    s, q = jnp.linalg.eigh(v_inv)
+    z = q.T @ f
+    norm2 = lambda nu: jnp.sum((z / (1.0 + nu * s)) ** 2)
+    inside = norm2(0.0) <= radius**2
+    # ||g(nu)|| <= ||z|| / (1 + nu s_min), so nu_hi = ||z|| / (radius s_min) suffices.
+    hi = jnp.sqrt(jnp.sum(z**2)) / (radius * jnp.min(s))
+
+    def body(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        big = norm2(mid) > radius**2
+        return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
+
+    _, nu = lax.fori_loop(0, iters, body, (jnp.zeros_like(hi), hi))
+    g = q @ (z / (1.0 + nu * s))
+    return jnp.where(inside, f, g)
+
+
+def widths(state: RidgeState, features: jax.Array) -> jax.Array:
+    """(K,) ||phi_pi||_{V_t^{-1}}."""
+    return jnp.sqrt(jnp.maximum(jnp.einsum("ki,ij,kj->k", features, state.v_inv, features), 0.0))
