@@ -92,7 +92,7 @@ def rollout(
     def step(carry, t):
         state, total, comp, counts, bad = carry
         key_act, key_obs = jax.random.split(jax.random.fold_in(key_rounds, t))
-        action, info = agent.act(key_act, state, model)
+        action, state, info = agent.act(key_act, state, model)
         obs = env.observe(key_obs, env_params, action)
         state = agent.update(state, action, obs, model)
         # Kahan summation of the per-round gaps.

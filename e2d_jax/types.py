@@ -53,13 +53,14 @@ class Agent(NamedTuple):
 
     Attributes:
       init: ``(key, model) -> state``.
-      act: ``(key, state, model) -> (action, info)``; ``action`` is an int32 scalar and
-        ``info`` a NamedTuple with at least an int32 ``status`` field (see ``STATUS_*``).
+      act: ``(key, state, model) -> (action, state, info)``; ``action`` is an int32 scalar,
+        ``state`` may carry what the decision computed (e.g. a solver's warm start), and
+        ``info`` is a NamedTuple with at least an int32 ``status`` field (see ``STATUS_*``).
       update: ``(state, action, observation, model) -> state``.
     """
 
     init: Callable[[jax.Array, PyTree], PyTree]
-    act: Callable[[jax.Array, PyTree, PyTree], tuple[jax.Array, PyTree]]
+    act: Callable[[jax.Array, PyTree, PyTree], tuple[jax.Array, PyTree, PyTree]]
     update: Callable[[PyTree, jax.Array, jax.Array, PyTree], PyTree]
 
 

@@ -10,7 +10,7 @@ def test_semi_bandit_structure():
     p = linear.semi_bandit(jax.random.key(3), 3, 10)
     m = p.model
     assert m.features.shape == (10, 3) and m.obs_matrices.shape == (10, 10, 3)
-    assert m.grams.shape == (10, 3, 3) and m.span_basis.shape == (3, 3)
+    assert m.grams.shape == (10, 3, 3) and m.span.basis.shape == (3, 3)
     np.testing.assert_allclose(np.linalg.norm(m.features, axis=1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(np.linalg.norm(p.theta), 1.0, rtol=1e-12)
     r = np.asarray(m.features @ p.theta)
@@ -60,7 +60,7 @@ def test_linear_bandit_and_mab():
 
 def test_span_basis_d_greater_than_k():
     p = linear.semi_bandit(jax.random.key(0), 30, 10)
-    u = np.asarray(p.model.span_basis)
+    u = np.asarray(p.model.span.basis)
     assert u.shape == (30, 10)
     np.testing.assert_allclose(u.T @ u, np.eye(10), atol=1e-10)
     # Every feature lies in the span.

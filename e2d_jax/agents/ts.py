@@ -48,7 +48,7 @@ def thompson_sampling(*, scale: float = 1.0, reg: float = 1.0) -> Agent:
         f_tilde = sample_parameter(key, state, model.sigma, scale)
         values = model.features @ f_tilde
         status = jnp.where(jnp.all(jnp.isfinite(values)), STATUS_OK, STATUS_NONFINITE)
-        return jnp.argmax(values).astype(jnp.int32), ActInfo(status=status.astype(jnp.int32))
+        return jnp.argmax(values).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         return TSState(ridge.update(state.ridge, model.obs_matrices[action], obs))

@@ -50,7 +50,7 @@ def ucb(*, delta: float = 0.01, radius: float = 1.0, reg: float = 1.0) -> Agent:
         beta_sqrt = model.sigma * jnp.sqrt(2.0 * jnp.log(1.0 / delta) + r.logdet) + jnp.sqrt(reg) * radius
         index = model.features @ r.f_hat + beta_sqrt * ridge.widths(r, model.features)
         status = jnp.where(jnp.all(jnp.isfinite(index)), STATUS_OK, STATUS_NONFINITE)
-        return jnp.argmax(index).astype(jnp.int32), ActInfo(status=status.astype(jnp.int32))
+        return jnp.argmax(index).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         return UCBState(ridge.update(state.ridge, model.obs_matrices[action], obs))

@@ -38,6 +38,60 @@ from e2d_jax import _validation as V
 from e2d_jax.types import Environment
 
 
+class ObservableSpan(NamedTuple):
+    """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
+
+    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
+    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
+    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
+    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
+    degenerate instances) get an identity block in ``null_proj``; the features have no
+    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
+
+    Attributes:
+      features: (K, r) U^T phi_pi.
+      grams: (K, r, r) U^T G_pi U.
+      null_proj: (r, r) projector on unreached basis directions (usually 0).
+      basis: (d, r) U.
+    """
+
+    features: jax.Array
+    grams: jax.Array
+    null_proj: jax.Array
+    basis: jax.Array
+
+
+def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
+    """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
+
+    Args:
+      features: (K, d).
+      grams: (K, d, d).
+      rank: number of basis vectors r (static). Default: the numerical rank of sum_pi G_pi
+        when the arrays are concrete, else d (exact either way; a smaller r is faster).
+      basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
+    """
+    features = jnp.asarray(features)
+    grams = jnp.asarray(grams, features.dtype)
+    d = features.shape[-1]
+    if basis is None:
+        total = jnp.sum(grams, axis=0)
+        if rank is None:
+            rank = d
+            if V.is_concrete(total):
+                ev = np.linalg.eigvalsh(np.asarray(total, np.float64))
+                tol = max(ev.max(), 0.0) * d * np.finfo(np.asarray(total).dtype).eps * 100
+                rank = max(1, int(np.sum(ev > tol)))
+        _, vecs = jnp.linalg.eigh(total)
+        basis = vecs[:, ::-1][:, :rank]
+    basis = jnp.asarray(basis, features.dtype)
+    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
+    ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
+    tol = jnp.max(ev) * basis.shape[1] * jnp.finfo(features.dtype).eps * 100
+    null = (vecs * (ev <= tol)) @ vecs.T
+    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
+
+
 class LinearModel(NamedTuple):
     """The model class the learner knows (everything but f*).
 
@@ -47,9 +101,8 @@ class LinearModel(NamedTuple):
       obs_mask: (K, m) bool, True on the m_pi real rows of each M_pi.
       grams: (K, d, d) float, G_pi = M_pi^T M_pi.
       sigma: () float, noise standard deviation (known to the learner).
-      span_basis: (d, r) float, orthonormal basis of range(sum_pi G_pi): the directions of
-        f that any observation can reveal. Every reward and divergence depends on f only
-        through its projection on this span (see ``e2d_jax.dec.linear``).
+      span: the model class in a basis of its observable span (see :class:`ObservableSpan`),
+        precomputed once so that agents never redo it per round.
     """
 
     features: jax.Array
@@ -57,7 +110,7 @@ class LinearModel(NamedTuple):
     obs_mask: jax.Array
     grams: jax.Array
     sigma: jax.Array
-    span_basis: jax.Array
+    span: ObservableSpan
 
     @property
     def num_actions(self) -> int:
@@ -109,12 +162,6 @@ def _default_dtype(dtype):
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def span_basis(grams: jax.Array, rank: int) -> jax.Array:
-    """(d, rank) orthonormal eigenvectors of sum_pi G_pi for its ``rank`` largest eigenvalues."""
-    _, vecs = jnp.linalg.eigh(jnp.sum(grams, axis=0))
-    return vecs[:, ::-1][:, :rank]
-
-
 def _assemble(features, obs_matrices, obs_mask, sigma, rank) -> LinearModel:
     grams = jnp.einsum("kmi,kmj->kij", obs_matrices, obs_matrices)
     return LinearModel(
@@ -123,7 +170,7 @@ def _assemble(features, obs_matrices, obs_mask, sigma, rank) -> LinearModel:
         obs_mask=obs_mask,
         grams=grams,
         sigma=jnp.asarray(sigma, dtype=features.dtype),
-        span_basis=span_basis(grams, rank),
+        span=observable_span(features, grams, rank=rank),
     )
 
 
