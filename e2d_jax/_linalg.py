@@ -15,15 +15,23 @@ import jax.numpy as jnp
 UNROLL_MAX_DIM = 12
 
 
+def _pivot_floor(v):
+    """Smallest pivot allowed: eps * d * (largest diagonal entry), see ``psd_solve``."""
+    d = v.shape[-1]
+    diag = jnp.max(jnp.stack([v[..., i, i] for i in range(d)], -1), axis=-1)
+    return jnp.finfo(v.dtype).eps * d * diag
+
+
 def _cholesky_entries(v):
     """Lower Cholesky factor of ``v`` (..., d, d) as a nested list of (...,) arrays."""
     d = v.shape[-1]
+    floor = _pivot_floor(v)
     low = [[None] * d for _ in range(d)]
     for j in range(d):
         s = v[..., j, j]
         for k in range(j):
             s = s - low[j][k] * low[j][k]
-        low[j][j] = jnp.sqrt(s)
+        low[j][j] = jnp.sqrt(jnp.maximum(s, floor))
         for i in range(j + 1, d):
             s = v[..., i, j]
             for k in range(j):
@@ -40,12 +48,19 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
       rhs: (..., d, k).
 
     Returns:
-      (..., d, k) the solution. Non-finite where ``v`` is not positive definite (the callers
-      turn that into a status code).
+      (..., d, k) the solution.
+
+    Numerically singular matrices: a pivot below eps * d * max_i v_ii (rounding noise; the
+    matrix is singular to working precision) is raised to that floor, so the solve stays
+    finite (very large along the near-null direction) instead of returning NaN. This only
+    acts where the exact answer is beyond the precision of the dtype anyway. For d above
+    ``UNROLL_MAX_DIM`` the same floor is applied as a diagonal shift before LAPACK's
+    factorisation.
     """
     d = v.shape[-1]
     if d > UNROLL_MAX_DIM:
-        factor = jnp.linalg.cholesky(v)
+        shift = _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype)
+        factor = jnp.linalg.cholesky(v + shift)
         return jax.scipy.linalg.cho_solve((factor, True), rhs)
     low = _cholesky_entries(v)
     y = [None] * d
@@ -67,7 +82,7 @@ def psd_cholesky(v: jax.Array) -> jax.Array:
     """Lower Cholesky factor (..., d, d) of a symmetric positive-definite matrix."""
     d = v.shape[-1]
     if d > UNROLL_MAX_DIM:
-        return jnp.linalg.cholesky(v)
+        return jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype))
     low = _cholesky_entries(v)
     zero = jnp.zeros_like(v[..., 0, 0])
     rows = [jnp.stack([low[i][j] if j <= i else zero for j in range(d)], -1) for i in range(d)]

@@ -50,7 +50,7 @@ class FWState(NamedTuple):
 
 def init(smoothed_grad, certificate, mu0, tau0=None) -> FWState:
     """``smoothed_grad(mu, tau) -> (grad_mu, p, h)``: gradient of F_tau, soft-max weights, h."""
-    mu0 = _floor(mu0)
+    mu0, _ = _floor(mu0)
     _, p, h = smoothed_grad(mu0, jnp.ones((), mu0.dtype))
     if tau0 is None:
         tau0 = jnp.maximum(0.1 * (jnp.max(h) - jnp.min(h)), 1e-6 * jnp.maximum(jnp.max(jnp.abs(h)), 1.0))

@@ -79,20 +79,26 @@ def design_matrix(mu, s: ObservableSpan):
 def feature_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K)."""
     w = _linalg.psd_solve(design_matrix(mu, s), s.features.T)
-    return jnp.sum(s.features.T * w, axis=0), w
+    # (einsum rather than a broadcast product: measured 4x faster under vmap on CPU)
+    return jnp.einsum("ik,ki->k", w, s.features), w
 
 
 def _info_grad(w, weights, grams):
-    """d/dmu_pi of sum_b weights_b c_b(mu) = -<G_pi, W diag(weights) W^T>, (K,)."""
-    b = (w * weights) @ w.T
-    return -jnp.einsum("kij,ij->k", grams, b)
+    """d/dmu_pi of sum_b weights_b c_b(mu) = -<G_pi, W diag(weights) W^T>, (K,).
+
+    Written as (G flattened) @ ((W (x) W) @ weights): measured the fastest of five
+    formulations under vmap on CPU (0.12 us vs 0.18 us per problem at r=3, K=10).
+    """
+    r, k = w.shape
+    outer = (w[:, None, :] * w[None, :, :]).reshape(r * r, k)
+    return -(grams.reshape(grams.shape[0], r * r) @ (outer @ weights))
 
 
 def delta_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b - phi_mu||^2_{V(mu)^{-1}} for gaps Delta, (K,)."""
     x = s.features - mu @ s.features  # (K, r)
     w = _linalg.psd_solve(design_matrix(mu, s), x.T)
-    return jnp.sum(x.T * w, axis=0)
+    return jnp.einsum("ik,ki->k", w, x)
 
 
 def max_sqrt_mixture(a, c, eps):
@@ -295,14 +301,28 @@ def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gaps="delta_f"):
 # Solvers in structure coordinates (used by the agents)
 
 
-def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverConfig(),
-                mu0=None, omega0=None, gaps: str = "delta_f") -> DecResult:
-    """ac-DEC in structure coordinates. ``f_hat_r`` is U^T f_hat; warm start with mu0/omega0."""
-    k = s.features.shape[0]
-    dtype = s.features.dtype
+class WarmStart(NamedTuple):
+    """What a solve hands to the next one (e.g. the next round's)."""
+
+    mu: jax.Array  # (K,)
+    omega: jax.Array  # (K,)
+    step: jax.Array  # () mirror-prox step (<= 0: automatic)
+
+
+def cold_start(k: int, dtype) -> WarmStart:
     uniform = jnp.full((k,), 1.0 / k, dtype)
-    mu0 = uniform if mu0 is None else mu0
-    omega0 = uniform if omega0 is None else omega0
+    return WarmStart(uniform, uniform, jnp.zeros((), dtype))
+
+
+def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverConfig(),
+                warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
+    """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable.
+
+    Returns the DecResult and the WarmStart for the next solve.
+    """
+    warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
+    mu0, omega0 = warm.mu, warm.omega
+    dtype = s.features.dtype
     r = s.features @ f_hat_r
     eps2 = jnp.asarray(eps2, dtype)
     if config.solver == "saddle":
@@ -311,9 +331,8 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverC
                              "use solver='fw-grid' or 'saddle-grid' with gaps='delta'")
         grads, cert = _exact_problem(s, r, eps2)
         sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
-                           atol=config.atol, check_every=config.check_every)
-        mu, lower, iters, status, omega = sol.mu, sol.lower, sol.iterations, sol.status, sol.omega
-        evaluations = jnp.ones((), jnp.int32)
+                           atol=config.atol, check_every=config.check_every, step0=warm.step)
+        mu, lower, iters, omega, step = sol.mu, sol.lower, sol.iterations, sol.omega, sol.step
     else:
         lo, hi = lambda_range(s, r, eps2, mu0, gaps)
 
@@ -329,8 +348,7 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverC
                                          refine=config.lam_refine, rounds=config.lam_rounds)
         sol = grid.index_solution
         mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
-        evaluations = grid.evaluations
-        status = sol.status
+        step = jnp.zeros((), dtype)
     # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
     c = feature_norms(mu, s)[0] if gaps == "delta_f" else delta_norms(mu, s)
     _, lam, _ = best_lambda(r - mu @ r, c, eps2)
@@ -339,31 +357,31 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverC
     converged = gap <= config.rtol * jnp.abs(value) + config.atol
     finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & jnp.isfinite(lam)
     status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(converged, STATUS_OK, STATUS_MAX_ITER))
-    del evaluations
-    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
-                     status=status.astype(jnp.int32), omega=omega)
+    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
+                       status=status.astype(jnp.int32), omega=omega)
+    return result, WarmStart(mu, omega, step)
 
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, config: SolverConfig = SolverConfig(),
-                 mu0=None, omega0=None, gaps: str = "delta_f") -> DecResult:
-    """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in structure coordinates."""
-    k = s.features.shape[0]
+                 warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
+    """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates."""
+    warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
+    mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
-    uniform = jnp.full((k,), 1.0 / k, dtype)
-    mu0 = uniform if mu0 is None else mu0
-    omega0 = uniform if omega0 is None else omega0
     r = s.features @ f_hat_r
     lam = jnp.asarray(lam, dtype)
     grads, cert, smooth = _offset_problem(s, r, lam, gaps)
     if config.solver == "fw-grid":
         sol = frank_wolfe.solve(smooth, cert, mu0, maxiter=config.maxiter, rtol=config.rtol,
                                 atol=config.atol, check_every=config.check_every)
+        step = jnp.zeros((), dtype)
     else:
         sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
-                           atol=config.atol, check_every=config.check_every)
-    value, _ = cert(sol.mu, sol.omega)
-    return DecResult(mu=sol.mu, lam=lam, value=value, lower_bound=sol.lower, gap=value - sol.lower,
-                     iterations=sol.iterations, status=sol.status, omega=sol.omega)
+                           atol=config.atol, check_every=config.check_every, step0=warm.step)
+        step = sol.step
+    result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
+                       iterations=sol.iterations, status=sol.status, omega=sol.omega)
+    return result, WarmStart(sol.mu, sol.omega, step)
 
 
 # --------------------------------------------------------------------------------------
@@ -398,8 +416,12 @@ def _config(solver, options) -> SolverConfig:
     return dataclasses.replace(base, **options)
 
 
-def _opt(x, dtype):
-    return None if x is None else jnp.asarray(x, dtype)
+def _warm(mu0, omega0, k, dtype):
+    if mu0 is None and omega0 is None:
+        return None
+    cold = cold_start(k, dtype)
+    return WarmStart(cold.mu if mu0 is None else jnp.asarray(mu0, dtype),
+                     cold.omega if omega0 is None else jnp.asarray(omega0, dtype), cold.step)
 
 
 def _static_rank(grams, rank):
@@ -418,15 +440,15 @@ def _static_rank(grams, rank):
 
 
 @functools.partial(jax.jit, static_argnames=("config", "gaps", "rank"))
-def _acdec_jit(features, grams, f_hat, eps2, mu0, omega0, *, config, gaps, rank):
+def _acdec_jit(features, grams, f_hat, eps2, warm, *, config, gaps, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_acdec(s, f_hat @ s.basis, eps2, config, mu0, omega0, gaps)
+    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gaps)[0]
 
 
 @functools.partial(jax.jit, static_argnames=("config", "gaps", "rank"))
-def _offset_jit(features, grams, f_hat, lam, mu0, omega0, *, config, gaps, rank):
+def _offset_jit(features, grams, f_hat, lam, warm, *, config, gaps, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_offset(s, f_hat @ s.basis, lam, config, mu0, omega0, gaps)
+    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gaps)[0]
 
 
 def _dtype(*xs):
@@ -474,7 +496,7 @@ def linear_acdec(features, grams, f_hat, eps2, *, solver: str = "saddle", gaps: 
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
     return _acdec_jit(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype),
-                      _opt(mu0, dtype), _opt(omega0, dtype), config=config, gaps=gaps, rank=rank)
+                      _warm(mu0, omega0, features.shape[0], dtype), config=config, gaps=gaps, rank=rank)
 
 
 def linear_offset_dec(features, grams, f_hat, lam, *, solver: str = "saddle", gaps: str = "delta_f",
@@ -496,4 +518,4 @@ def linear_offset_dec(features, grams, f_hat, lam, *, solver: str = "saddle", ga
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
     return _offset_jit(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype),
-                       _opt(mu0, dtype), _opt(omega0, dtype), config=config, gaps=gaps, rank=rank)
+                       _warm(mu0, omega0, features.shape[0], dtype), config=config, gaps=gaps, rank=rank)
