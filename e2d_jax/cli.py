@@ -168,7 +168,7 @@ def _run(args, parser) -> int:
         "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()},
     }
     means = np.asarray(env.mean_rewards(params))
-    instance = {"mean_rewards": means.tolist(), "best_action": int(means.argmax())}
+    instance = {"mean_rewards": means.tolist(), "best_action": int(means.argmax()), "num_actions": int(means.size)}
     if hasattr(params, "theta"):
         instance["theta"] = np.asarray(params.theta).tolist()
     t_start = time.perf_counter()
@@ -227,7 +227,8 @@ def _run(args, parser) -> int:
     }
     _atomic_write(out / "summary.json",
                   lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
-    title = f"{args.env}, d={args.d}, K={args.arms}, n={args.horizon}, {args.seeds} seeds"
+    dims = f"d={model.dim}, " if hasattr(model, "dim") else ""
+    title = f"{args.env}, {dims}K={len(means)}, n={args.horizon}, {args.seeds} seeds"
     _atomic_write(out / "regret.png", lambda tmp: plot_regret(curves, tmp, title=title))
     print(f"wrote {out / 'summary.json'} and {out / 'regret.png'}", flush=True)
     return 0

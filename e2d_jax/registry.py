@@ -49,7 +49,16 @@ ENV_FAMILY: dict[str, str] = {}
 AGENT_FAMILIES: dict[str, tuple[str, ...]] = {}
 # Extra ``e2d-jax run`` flags that agent factories read from ``AgentSpec.options``
 # (the option key is the flag without dashes, with '-' as '_').
-AGENT_FLAGS: list[tuple[str, dict]] = []
+AGENT_FLAGS: list[tuple[str, dict]] = [
+    ("--solver", dict(choices=["saddle", "fw-grid", "saddle-grid", "paper"], default=None,
+                      help="DEC solver of the E2D agents: saddle (exact form, default), fw-grid "
+                           "(Frank-Wolfe on a lambda grid), saddle-grid, or paper (100 FW steps, "
+                           "50-point grid)")),
+    ("--solver-iters", dict(type=int, default=None, help="per-round solver iteration budget")),
+    ("--divergence", dict(choices=["kl", "squared"], default=None,
+                          help="E2D divergence: Gaussian KL (default, paper's experiments) or ||M(g-f)||^2")),
+    ("--gaps", dict(choices=["delta_f", "delta"], default=None, help="E2D gaps (default delta_f)")),
+]
 
 
 def register_env(name: str, family: str, help: str):
@@ -147,3 +156,60 @@ def _ts(spec, model):
 
     _no_param(spec)
     return thompson_sampling()
+
+
+# --- E2D agents on linear models (issue: the linear DEC) -------------------------------
+
+
+def _linear_solver(options):
+    import dataclasses
+
+    from e2d_jax.agents.e2d import AGENT_SOLVER
+    from e2d_jax.dec.linear import PAPER_BUDGET
+
+    name = options.get("solver") or "saddle"
+    if name == "paper":
+        cfg = PAPER_BUDGET
+    elif name == "saddle":
+        cfg = AGENT_SOLVER
+    else:
+        cfg = dataclasses.replace(AGENT_SOLVER, solver=name, maxiter=100, check_every=100, rtol=0.0,
+                                  lam_grid=50, lam_refine=8, lam_rounds=1)
+    iters = options.get("solver_iters")
+    if iters is not None:
+        if iters < 1:
+            raise ValueError(f"--solver-iters must be >= 1, got {iters}")
+        cfg = dataclasses.replace(cfg, maxiter=iters, check_every=min(cfg.check_every, iters) if name == "saddle" else iters)
+    return cfg
+
+
+def _e2d_common(options):
+    return dict(solver=_linear_solver(options), divergence=options.get("divergence") or "kl",
+                gaps=options.get("gaps") or "delta_f")
+
+
+@register_agent("anytime-e2d", ("linear",), "Anytime-E2D (Algorithm 1), eps_t^2 = d/t, ridge estimates")
+def _anytime(spec, model):
+    from e2d_jax.agents.e2d import anytime_e2d
+
+    _no_param(spec)
+    kw = _e2d_common(spec.options)
+    if kw["gaps"] == "delta" and kw["solver"].solver == "saddle":
+        raise ValueError("--gaps delta needs --solver fw-grid, saddle-grid or paper")
+    return anytime_e2d(**kw)
+
+
+@register_agent("e2d", ("linear",), "fixed-horizon E2D, lambda = sqrt(n/(4 log n)); e2d@N tunes for horizon N")
+def _e2d(spec, model):
+    from e2d_jax.agents.e2d import fixed_horizon_e2d
+
+    n = spec.horizon
+    if spec.param is not None:
+        try:
+            n = int(spec.param)
+        except ValueError:
+            raise ValueError(f"--agents: e2d@N needs an integer horizon N >= 2, got {spec.label!r}") from None
+    if n < 2:
+        raise ValueError(f"--agents: e2d needs a tuning horizon >= 2, got {n}")
+    return fixed_horizon_e2d(horizon=n, **_e2d_common(spec.options))
+from e2d_jax import finite_registry  # noqa: E402,F401

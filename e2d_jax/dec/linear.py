@@ -183,22 +183,22 @@ def _exact_problem(s, r, eps2):
 def _offset_problem(s, r, lam, gaps):
     """grads / certificate / smoothed gradient of L(mu, omega) = sum_b omega_b h_b(mu),
     h_b(mu) = a_b(mu) + c_b(mu) / (4 lambda) (without the constant lambda eps^2)."""
-    if gaps == "delta_f":
-
-        def pieces(mu, weights_fn):
+    def pieces(mu, weights_fn):
+        if gaps == "delta_f":
             c, w = feature_norms(mu, s)
-            h = r - mu @ r + c / (4.0 * lam)
-            weights = weights_fn(h)
-            g = -r + _info_grad(w, weights, s.grams) / (4.0 * lam)
-            return h, weights, g
-
-    else:
-
-        def pieces(mu, weights_fn):
-            hfun = lambda m: r - m @ r + delta_norms(m, s) / (4.0 * lam)
-            h, vjp = jax.vjp(hfun, mu)
-            weights = weights_fn(h)
-            return h, weights, vjp(weights)[0]
+            extra = 0.0
+        else:
+            # c_b = x_b^T V^{-1} x_b with x_b = phi_b - phi_mu: d/dmu_pi adds
+            # -2 phi_pi^T V^{-1} x_b to the -x_b^T V^{-1} G_pi V^{-1} x_b of Delta_f.
+            x = s.features - mu @ s.features
+            w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+            c = jnp.einsum("ik,ki->k", w, x)
+        h = r - mu @ r + c / (4.0 * lam)
+        weights = weights_fn(h)
+        if gaps != "delta_f":
+            extra = -2.0 * (s.features @ (w @ weights))
+        g = -r + (_info_grad(w, weights, s.grams) + extra) / (4.0 * lam)
+        return h, weights, g
 
     def grads(mu, omega):
         h, _, g = pieces(mu, lambda h: omega)
