@@ -97,7 +97,8 @@ def test_offset_dec_matches_cvxpy(solver):
         assert float(res.lam) == lam
         # value is the exact objective at mu; the certificate brackets cvxpy's optimum.
         assert float(res.lower_bound) <= ref * (1 + 1e-6)
-        tol = 1e-3 if solver == "saddle" else 1e-2  # FW: O(1/sqrt(k)) after 3000 steps
+        # saddle: certified gap <= rtol = 1e-3 of the value; FW: O(1/sqrt(k)) after 3000 steps.
+        tol = 1.5e-3 if solver == "saddle" else 1e-2
         assert (float(res.value) - ref) / ref <= tol
 
 

@@ -83,3 +83,29 @@ def test_nonfinite_seed_is_counted_not_spread():
     assert res.nonfinite_rounds.tolist()[1] > 0
     good = jax.jit(lambda k: rollout(k, PARAMS, linear.ENVIRONMENT, agent, 10, 5))(seed_keys(0, [2])[0])
     np.testing.assert_array_equal(res.regret[2], good.regret)
+
+
+def test_sharded_over_two_host_devices_is_identical(tmp_path):
+    """Seeds sharded over 2 forced CPU devices give exactly the single-device results."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, numpy as np, sys\n"
+        "from e2d_jax.envs import linear\n"
+        "from e2d_jax.agents.ucb import ucb\n"
+        "from e2d_jax.simulate import simulate\n"
+        "p = linear.semi_bandit(jax.random.key(0), 3, 6)\n"
+        "s = simulate(linear.ENVIRONMENT, p, ucb(), horizon=40, num_seeds=10, seed=2, record_every=10, batch_size=4)\n"
+        "np.save(sys.argv[1], s.result.regret); print(len(jax.devices()))\n"
+    )
+    outs = []
+    for n_dev in (1, 2):
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n_dev}")
+        path = tmp_path / f"r{n_dev}.npy"
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == str(n_dev)
+        outs.append(np.load(path))
+    np.testing.assert_array_equal(outs[0], outs[1])
