@@ -1,0 +1,746 @@
+"""The DEC of a finite model class as matrix games (paper, eqs. (dec-c), (d*), (L1)-(L3),
+(different-decs); Section 'Computational Aspects').
+
+With the gap matrix Delta and the information matrix I_f (both |Pi| x |M|, rows actions,
+columns models; see ``e2d_jax.envs.finite``):
+
+* offset DEC, a matrix game:   dec^o_lam(f) = min_mu max_g mu (Delta - lam I_f) e_g;
+* average-constrained DEC:     dec^ac_eps(f) = min_mu max_nu {mu Delta nu : mu I_f nu <= eps^2}
+                                             = min_{lam >= 0} dec^o_lam(f) + lam eps^2.
+
+Offset DEC (:func:`finite_offset_dec`). The game is bilinear, so the optimistic mirror-prox
+of ``e2d_jax.dec.saddle`` applies with an exact, cheap certificate: for any (mu, omega),
+``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi`` a valid lower bound
+(weak duality), A = Delta - lam I.
+
+Exact objective of a given mu. For fixed mu, h(mu) = max_nu {a.nu : c.nu <= eps^2} with
+a = mu Delta, c = mu I is a linear program over the simplex with one extra constraint, so an
+optimum mixes at most two models: a feasible g alone, or a feasible i (c_i <= eps^2) with an
+infeasible j (c_j > eps^2) at the mix t = (eps^2 - c_i) / (c_j - c_i) that makes the
+constraint tight (:func:`max_constrained_mixture`, O(M^2)). Its multiplier lam*(mu), the
+right derivative max_{j: c_j > eps^2} (a_j - h) / (c_j - eps^2) (or 0) of the concave value
+function x -> max{a.nu : c.nu <= x} at eps^2, minimises max_g (a_g - lam c_g) + lam eps^2, so
+every returned ``value`` is honestly evaluated at the returned (lam, mu) and equals h(mu).
+
+ac-DEC (:func:`finite_acdec`). v(lam) = dec^o_lam + lam eps^2 is not convex in lam (dec^o_lam
+is a maximum over nu of concave functions of lam), so we search lam on a grid that provably
+contains the minimiser and certify the search:
+
+* Range. If some column g0 has max_pi I(pi, g0) = I0 < eps^2 (always the case when f is in
+  the class: its own column is 0), then v(lam) >= min_pi Delta(pi, g0) + lam (eps^2 - I0),
+  so lam* <= hi = (U - c0) / (eps^2 - I0) with U = h(uniform) >= dec^ac (exact, closed form)
+  and c0 = min_pi Delta(pi, g0). The issue's "lam <= max Delta / eps^2" is the case c0 = 0,
+  I0 = 0 with the cruder U = max Delta. There is no positive lower end in general (lam* = 0
+  when eps^2 is large), so lam = 0 is solved as a grid point of its own, followed by a
+  geometric grid on [hi * lam_lo_ratio, hi].
+* Certificate. dec^o_lam decreases in lam (I >= 0) and lam eps^2 increases, so on an interval
+  [l_i, l_{i+1}] of evaluated points v(lam) >= lb(l_{i+1}) + l_i eps^2, with lb(l) the game
+  solver's certified lower bound at l; for lam >= hi, v(lam) >= U. The minimum over all
+  intervals is a certified lower bound on dec^ac over all lam >= 0.
+* Guard against non-convexity: best-first branch and bound. Instead of zooming in around the
+  incumbent only, each round subdivides the interval whose certified lower bound is the
+  smallest (geometrically, or linearly for [0, l_1]) with ``lam_refine`` new points solved in
+  one batched call, warm-started from the better end point. A second basin between coarse grid
+  points therefore cannot be missed silently: as long as its interval's bound is below the
+  incumbent, it is the one refined; the loop stops when the certified gap
+  ``value - lower_bound`` meets the tolerance or after ``lam_rounds`` rounds (then the
+  status is STATUS_MAX_ITER and the gap says how far from certified the answer is).
+* Answer. Among the ``candidates`` evaluated lams with the smallest v(lam), the mu with the
+  smallest exact objective h(mu) (closed form above) is returned, with lam*(mu).
+
+Loops: every game is a ``lax.while_loop`` in ``saddle.solve`` (vmapped over the lams of a
+round, so a round lasts as long as its slowest game); the rounds are one ``lax.while_loop``
+with fixed-size buffers, so the whole search compiles once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from e2d_jax import _linalg
+from e2d_jax import _validation as V
+from e2d_jax.dec import saddle
+from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK, DecResult
+
+
+SOLVERS = ("ipm", "mirror-prox")
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverConfig:
+    """How to solve the finite DEC programs (static: part of the compiled function).
+
+    Attributes:
+      solver: the matrix-game solver: ``"ipm"`` (primal-dual interior point, default) or
+        ``"mirror-prox"`` (optimistic mirror-prox of ``e2d_jax.dec.saddle``, warm-startable).
+      maxiter: iteration budget per matrix game (default: 50 for ipm, 2000 for mirror-prox).
+      rtol: stop when the certified gap <= rtol * |value| + atol (for the ac-DEC: of the whole
+        lambda search; for the offset DEC: of the game).
+      atol: absolute part of the tolerance.
+      inner_rtol: relative tolerance of each game inside the ac-DEC search (relative to
+        |dec^o_lam| + lam eps^2, the scale of v(lam)).
+      check_every: mirror-prox iterations between certificate evaluations.
+      lam_grid: points of the first geometric lambda grid (lam = 0 comes on top).
+      lam_refine: points added per branch-and-bound round.
+      lam_rounds: maximal number of branch-and-bound rounds.
+      lam_lo_ratio: the smallest positive grid point is hi * lam_lo_ratio.
+      candidates: how many of the best lams have their mu's exact objective h(mu) evaluated.
+    """
+
+    solver: str = "ipm"
+    maxiter: int | None = None
+    rtol: float = 1e-3
+    atol: float = 0.0
+    inner_rtol: float = 1e-6
+    check_every: int = 25
+    lam_grid: int = 24
+    lam_refine: int = 8
+    lam_rounds: int = 12
+    lam_lo_ratio: float = 1e-4
+    candidates: int = 8
+
+    def __post_init__(self):
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.maxiter is not None:
+            V.check_int("maxiter", self.maxiter, minimum=1)
+        V.check_int("check_every", self.check_every, minimum=1)
+        V.check_int("lam_grid", self.lam_grid, minimum=2)
+        V.check_int("lam_refine", self.lam_refine, minimum=1)
+        V.check_int("lam_rounds", self.lam_rounds, minimum=0)
+        V.check_int("candidates", self.candidates, minimum=1)
+        V.check_positive("rtol", self.rtol, allow_zero=True)
+        V.check_positive("atol", self.atol, allow_zero=True)
+        V.check_positive("inner_rtol", self.inner_rtol, allow_zero=True)
+        V.check_positive("lam_lo_ratio", self.lam_lo_ratio)
+        if not self.lam_lo_ratio < 1:
+            raise ValueError(f"lam_lo_ratio must be in (0, 1), got {self.lam_lo_ratio}")
+
+    @property
+    def game_maxiter(self) -> int:
+        if self.maxiter is not None:
+            return self.maxiter
+        return 50 if self.solver == "ipm" else 2000
+
+
+#: Defaults of :func:`finite_offset_dec` (one game: a tighter relative tolerance).
+OFFSET_DEFAULTS = SolverConfig(rtol=1e-8)
+
+
+# --------------------------------------------------------------------------------------
+# Exact objectives
+
+
+def offset_objective(mu, gaps, info, lam):
+    """max_g mu (Delta - lam I) e_g: the exact offset objective of mu, ()."""
+    return jnp.max(mu @ gaps - lam * (mu @ info))
+
+
+def max_constrained_mixture(a, c, eps2):
+    """Exact max_{nu in simplex} {a.nu : c.nu <= eps2}, its multiplier and maximiser.
+
+    The optimum mixes at most two models (one linear constraint besides the simplex); see the
+    module docstring. O(M^2) work.
+
+    Args:
+      a: (M,) objective (mu Delta).
+      c: (M,) constraint coefficients (mu I), >= 0.
+      eps2: () radius.
+
+    Returns:
+      ``(value, lam, nu)``: the optimum (-inf if no nu is feasible), the LP multiplier lam >= 0
+      of the constraint (lam*(mu) of the Lagrangian form), and a maximiser nu (M,).
+    """
+    m = a.shape[0]
+    feas = c <= eps2
+    neg = jnp.asarray(-jnp.inf, a.dtype)
+    single = jnp.where(feas, a, neg)
+    i_single = jnp.argmax(single)
+    pair_ok = feas[:, None] & ~feas[None, :]
+    ci, cj, ai, aj = c[:, None], c[None, :], a[:, None], a[None, :]
+    denom = jnp.where(pair_ok, cj - ci, 1.0)
+    t = jnp.where(pair_ok, (eps2 - ci) / denom, 0.0)
+    pair = jnp.where(pair_ok, ai + t * (aj - ai), neg)
+    idx = jnp.argmax(pair.reshape(-1))
+    i, j = idx // m, idx % m
+    use_pair = pair.reshape(-1)[idx] > single[i_single]
+    value = jnp.where(use_pair, pair.reshape(-1)[idx], single[i_single])
+    # The multiplier: the right derivative of the value function H(x) = max{a.nu : c.nu <= x}
+    # (a concave envelope) at x = eps2, max_{j: c_j > eps2} (a_j - H) / (c_j - eps2), or 0.
+    # It is dual optimal even when eps2 hits a vertex of the envelope exactly, where the
+    # slope of "the" optimal pair is ambiguous (ties; e.g. models on a grid).
+    above = c > eps2
+    gap_c = jnp.where(above, c - eps2, 1.0)
+    lam = jnp.max(jnp.where(above, (a - value) / gap_c, 0.0))
+    lam = jnp.where(jnp.isfinite(value), jnp.maximum(lam, 0.0), 0.0)
+    tt = t.reshape(-1)[idx]
+    one = lambda k: jax.nn.one_hot(k, m, dtype=a.dtype)
+    nu = jnp.where(use_pair, (1.0 - tt) * one(i) + tt * one(j), one(i_single))
+    return value, lam, nu
+
+
+def constrained_objective(mu, gaps, info, eps2):
+    """h(mu) = max_nu {mu Delta nu : mu I nu <= eps2} exactly, with lam*(mu) and nu.
+
+    This is the objective of eq. (d*) at mu; h(mu) = min_lam max_g mu (Delta - lam I) e_g +
+    lam eps2 (LP duality), attained at the returned lam.
+    """
+    return max_constrained_mixture(mu @ gaps, mu @ info, eps2)
+
+
+# --------------------------------------------------------------------------------------
+# The matrix game
+
+
+def _game(a):
+    """grads / certificate of the bilinear game min_mu max_omega mu A omega."""
+
+    def grads(mu, omega):
+        return a @ omega, mu @ a
+
+    def certificate(mu, omega):
+        return jnp.max(mu @ a), jnp.min(a @ omega)
+
+    return grads, certificate
+
+
+class GameSolution(NamedTuple):
+    """A matrix game's answer with its exact certificate (same fields as saddle's)."""
+
+    mu: jax.Array  # (K,) min player, on the simplex
+    omega: jax.Array  # (M,) max player, on the simplex
+    upper: jax.Array  # () max_g (mu A)_g, the exact value of mu
+    lower: jax.Array  # () min_pi (A omega)_pi, a valid lower bound on the game value
+    gap: jax.Array  # () upper - lower >= 0
+    iterations: jax.Array  # () int32
+    status: jax.Array  # () int32
+
+
+class _IPMState(NamedTuple):
+    x: jax.Array  # (K,) primal variables (the min player, unnormalised)
+    w: jax.Array  # (M,) primal slacks
+    y: jax.Array  # (M,) dual variables (the max player, unnormalised)
+    z: jax.Array  # (K,) dual slacks
+    best_mu: jax.Array  # (K,)
+    best_omega: jax.Array  # (M,)
+    upper: jax.Array  # ()
+    lower: jax.Array  # ()
+    iter_num: jax.Array  # () int32
+    ridge: jax.Array  # () relative ridge added to the Newton matrix (0 until a step fails)
+    failures: jax.Array  # () int32 consecutive failed Newton steps
+
+
+def _max_step(v, dv):
+    """Largest alpha in (0, 1] with v + alpha dv >= 0 (v > 0)."""
+    ratio = jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf)
+    return jnp.minimum(1.0, jnp.min(ratio))
+
+
+def _cho_solve(low, rhs):
+    """Solves (L L^T) x = rhs by forward and back substitution, unrolled over the (static)
+    dimension like ``e2d_jax._linalg`` (fast under vmap on CPU for the small K here)."""
+    d = low.shape[-1]
+    if d > _linalg.UNROLL_MAX_DIM:
+        return jax.scipy.linalg.cho_solve((low, True), rhs)
+    y = [None] * d
+    for i in range(d):
+        acc = rhs[i]
+        for j in range(i):
+            acc = acc - low[i, j] * y[j]
+        y[i] = acc / low[i, i]
+    x = [None] * d
+    for i in reversed(range(d)):
+        acc = y[i]
+        for j in range(i + 1, d):
+            acc = acc - low[j, i] * x[j]
+        x[i] = acc / low[i, i]
+    return jnp.stack(x)
+
+
+def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
+    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
+
+    With B = (A - min A) / (max A - min A) + 1 (entries in [1, 2], same optimal strategies,
+    value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
+
+        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
+        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
+
+    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is strictly feasible. Each
+    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
+    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
+    15-25 iterations reach 1e-10 in float64 whatever the game.
+
+    The certificate does not rely on the interior-point method: every iteration the
+    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
+    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
+    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
+    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
+    where E becomes ill-conditioned; the best certified pair so far is returned).
+    """
+    k, m = a.shape
+    dtype = a.dtype
+    # Shift by the max player's pure security level lo = max_g min_pi A <= val(A), not by
+    # min A: val(B) >= 1 > 0 is all the reduction needs, and entries far below the value
+    # (large lam times a large divergence) no longer squeeze the relevant ones into a few
+    # float32 ulps.
+    lo, hi = jnp.max(jnp.min(a, axis=0)), jnp.max(a)
+    spread = jnp.maximum(hi - lo, jnp.finfo(dtype).tiny ** 0.5)
+    b = (a - lo) / spread + 1.0
+    n_comp = k + m
+
+    def certify(x, y):
+        mu = x / jnp.sum(x)
+        om = y / jnp.sum(y)
+        return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
+
+    def factor(st):
+        e = st.y / st.w
+        mat = (b * e) @ b.T + jnp.diag(st.z / st.x)
+        mat = mat + st.ridge * jnp.max(jnp.diagonal(mat)) * jnp.eye(k, dtype=dtype)
+        return e, mat, _linalg.psd_cholesky(mat)
+
+    def newton(st, fac, rp, rd, r_xz, r_yw):
+        e, mat, low = fac
+        rhs = rd + b @ (e * rp - r_yw / st.w) + r_xz / st.x
+        dx = _cho_solve(low, rhs)
+        # One step of iterative refinement: recovers most of the accuracy the ill-conditioned
+        # normal matrix costs near the optimum (float32 especially).
+        dx = dx + _cho_solve(low, rhs - mat @ dx)
+        dw = rp - b.T @ dx
+        dy = (r_yw - st.y * dw) / st.w
+        dz = (r_xz - st.z * dx) / st.x
+        return dx, dw, dy, dz
+
+    # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
+    # floored at 1 where B y0 - 1 is not positive (an infeasible start, which the residuals rd
+    # of the Newton steps remove).
+    x0 = jnp.full((k,), 0.25 / k, dtype)
+    y0 = jnp.ones((m,), dtype)
+    mu0, om0, up0, low0 = certify(x0, y0)
+    state = _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
+                      upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
+                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
+
+    def converged(st):
+        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
+
+    def cond(st):
+        return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
+
+    def body(st):
+        rp = 1.0 - b.T @ st.x - st.w
+        rd = 1.0 - b @ st.y + st.z
+        mu_c = (st.x @ st.z + st.y @ st.w) / n_comp
+        # Predictor (affine scaling).
+        fac = factor(st)
+        dx, dw, dy, dz = newton(st, fac, rp, rd, -st.x * st.z, -st.y * st.w)
+        ap = jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+        ad = jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+        mu_aff = ((st.x + ap * dx) @ (st.z + ad * dz) + (st.y + ad * dy) @ (st.w + ap * dw)) / n_comp
+        sigma = jnp.clip(mu_aff / mu_c, 0.0, 1.0) ** 3
+        # Corrector with centring.
+        r_xz = sigma * mu_c - st.x * st.z - dx * dz
+        r_yw = sigma * mu_c - st.y * st.w - dy * dw
+        dx, dw, dy, dz = newton(st, fac, rp, rd, r_xz, r_yw)
+        ap = 0.99 * jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+        ad = 0.99 * jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+        new = (st.x + ap * dx, st.w + ap * dw, st.y + ad * dy, st.z + ad * dz)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v) & (v > 0)) for v in new]))
+        x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
+        mu, om, up, low = certify(x, y)
+        better = ok & (up < st.upper)
+        return _IPMState(
+            x=x, w=w, y=y, z=z,
+            best_mu=jnp.where(better, mu, st.best_mu),
+            best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
+            upper=jnp.where(better, up, st.upper),
+            lower=jnp.where(ok, jnp.maximum(st.lower, low), st.lower),
+            iter_num=st.iter_num + 1,
+            # A failed step (a non-finite factorisation near the optimum, mostly in float32)
+            # is retried with a relative ridge 100x larger, starting at 10 ulps.
+            ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
+            failures=jnp.where(ok, 0, st.failures + 1),
+        )
+
+    st = lax.while_loop(cond, body, state)
+    status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
+    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, STATUS_NONFINITE)
+    return GameSolution(mu=st.best_mu, omega=st.best_omega, upper=st.upper, lower=st.lower,
+                        gap=st.upper - st.lower, iterations=st.iter_num, status=status.astype(jnp.int32))
+
+
+def _noise_floor(gaps, info, lam):
+    """Absolute tolerance below which the certificates are rounding noise."""
+    scale = jnp.max(jnp.abs(gaps)) + lam * jnp.max(jnp.abs(info))
+    return 50.0 * jnp.finfo(gaps.dtype).eps * scale
+
+
+def solve_game(a, config: SolverConfig, mu0, omega0, rtol, atol) -> GameSolution:
+    """min_mu max_g (mu A)_g with the configured solver and an exact certificate."""
+    if config.solver == "ipm":
+        del mu0, omega0  # interior-point methods do not benefit from warm starts
+        return solve_game_ipm(a, maxiter=config.game_maxiter, rtol=rtol, atol=atol)
+    grads, cert = _game(a)
+    sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.game_maxiter, rtol=rtol, atol=atol,
+                       check_every=config.check_every)
+    return GameSolution(mu=sol.mu, omega=sol.omega, upper=sol.upper, lower=sol.lower, gap=sol.gap,
+                        iterations=sol.iterations, status=sol.status)
+
+
+def solve_offset(gaps, info, lam, config: SolverConfig = OFFSET_DEFAULTS, mu0=None, omega0=None) -> DecResult:
+    """dec^o_lam as a matrix game (traceable; no argument checks).
+
+    Returns a DecResult with ``value`` = max_g mu (Delta - lam I) e_g at the returned mu (no
+    lam eps^2 term), ``lower_bound`` certified, ``lam`` = the given lam.
+    """
+    k, m = gaps.shape
+    dtype = gaps.dtype
+    mu0 = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else mu0
+    omega0 = jnp.full((m,), 1.0 / m, dtype) if omega0 is None else omega0
+    lam = jnp.asarray(lam, dtype)
+    a = gaps - lam * info
+    atol = config.atol + _noise_floor(gaps, info, lam)
+    sol = solve_game(a, config, mu0, omega0, config.rtol, atol)
+    return DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
+                     iterations=sol.iterations, status=sol.status, omega=sol.omega)
+
+
+# --------------------------------------------------------------------------------------
+# The ac-DEC
+
+
+class LambdaRange(NamedTuple):
+    hi: jax.Array  # () a lam that is provably >= lam*
+    tail: jax.Array  # () lower bound on v(lam) for every lam >= hi
+    feasible: jax.Array  # () bool: a column with max_pi I < eps2 exists (the range is proven)
+
+
+def lambda_range(gaps, info, eps2) -> LambdaRange:
+    """The range [0, hi] that provably contains lam* (see the module docstring)."""
+    k = gaps.shape[0]
+    imax = jnp.max(info, axis=0)
+    g0 = jnp.argmin(imax)
+    slope = eps2 - imax[g0]
+    c0 = jnp.min(gaps[:, g0])
+    uniform = jnp.full((k,), 1.0 / k, gaps.dtype)
+    upper, _, _ = constrained_objective(uniform, gaps, info, eps2)
+    feasible = slope > 0
+    safe = jnp.where(feasible, slope, 1.0)
+    tiny = 1e-12 * (jnp.abs(upper) + jnp.max(jnp.abs(gaps)) + 1e-30) / eps2
+    hi = jnp.maximum((upper - c0) / safe, tiny)
+    return LambdaRange(hi=hi, tail=c0 + hi * slope, feasible=feasible)
+
+
+class _Search(NamedTuple):
+    lams: jax.Array  # (N,) evaluated lams, +inf in unused slots
+    uppers: jax.Array  # (N,) dec^o at each lam (exact objective of its mu)
+    lowers: jax.Array  # (N,) certified lower bound on dec^o at each lam
+    mus: jax.Array  # (N, K)
+    omegas: jax.Array  # (N, M)
+    iterations: jax.Array  # () int32 total inner iterations
+    round: jax.Array  # () int32
+
+
+def _psi(omega, lam, gaps, info, eps2):
+    """psi_omega(lam) = min_pi (Delta omega - lam I omega)_pi + lam eps2 <= v(lam), any omega.
+
+    It is the value of the L3 form at a fixed max-player mixture omega, a lower bound on
+    v(lam) for every lam, and concave (a minimum of affine functions) in lam.
+    """
+    return jnp.min(gaps @ omega - lam * (info @ omega)) + lam * eps2
+
+
+def _interval_bounds(s: _Search, gaps, info, eps2):
+    """Sorted lams and a certified lower bound of v on each interval between them.
+
+    Two bounds, the larger is kept: the zero-order one lb(l_{i+1}) + l_i eps2 (dec^o
+    decreases, lam eps2 increases) and the first-order one min(psi_w(l_i), psi_w(l_{i+1}))
+    for the mixtures w of both end points (psi_w is concave, so its minimum over the
+    interval is at an end point). The first-order bound is tight to second order in the
+    interval's width, so the flat valley around lam* needs few points to be certified.
+    """
+    order = jnp.argsort(s.lams)
+    sl, slb, som = s.lams[order], s.lowers[order], s.omegas[order]
+    left, right = sl[:-1], sl[1:]
+    zero_order = slb[1:] + left * eps2
+    finite = jnp.isfinite(right)
+    safe_right = jnp.where(finite, right, left)
+    psi = jax.vmap(_psi, in_axes=(0, 0, None, None, None))
+    first_order = jnp.maximum(
+        jnp.minimum(psi(som[:-1], left, gaps, info, eps2), psi(som[:-1], safe_right, gaps, info, eps2)),
+        jnp.minimum(psi(som[1:], left, gaps, info, eps2), psi(som[1:], safe_right, gaps, info, eps2)),
+    )
+    bounds = jnp.where(finite, jnp.maximum(zero_order, first_order), jnp.inf)
+    bounds = jnp.where(jnp.isnan(bounds), -jnp.inf, bounds)
+    return order, sl, bounds
+
+
+def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=None, omega0=None) -> DecResult:
+    """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
+
+    See the module docstring. Returns a DecResult whose ``value`` = max_g mu (Delta - lam I)
+    e_g + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` certified over all
+    lam >= 0, ``omega`` the game's max-player mixture at the chosen lam (a warm start).
+    """
+    k, m = gaps.shape
+    dtype = gaps.dtype
+    eps2 = jnp.asarray(eps2, dtype)
+    mu0 = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else jnp.asarray(mu0, dtype)
+    omega0 = jnp.full((m,), 1.0 / m, dtype) if omega0 is None else jnp.asarray(omega0, dtype)
+    rng = lambda_range(gaps, info, eps2)
+    scale = jnp.max(jnp.abs(gaps))
+
+    def solve_at(lam, mu_init, om_init):
+        # Tolerance relative to the scale of v(lam) = dec^o + lam eps2, not of dec^o alone
+        # (which is ~0 for large lam); 1e-3 * max|Delta| keeps lam = 0 from chasing a zero.
+        atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
+        return solve_game(gaps - lam * info, config, mu_init, om_init, config.inner_rtol, atol)
+
+    p, rounds = config.lam_refine, config.lam_rounds
+    # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
+    # same loop as the refinements, so the game solver is compiled once.
+    n_init = -(-(config.lam_grid + 1) // p)
+    g = n_init * p - 1
+    n = n_init * p + rounds * p
+    lo = rng.hi * config.lam_lo_ratio
+    grid = lo * (rng.hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
+    first = jnp.concatenate([jnp.zeros((1,), dtype), grid])
+
+    def put(buf, new, start):
+        return lax.dynamic_update_slice_in_dim(buf, new.astype(buf.dtype), start, axis=0)
+
+    inf = jnp.full((n,), jnp.inf, dtype)
+    state = _Search(
+        lams=inf, uppers=inf, lowers=inf, mus=jnp.zeros((n, k), dtype), omegas=jnp.zeros((n, m), dtype),
+        iterations=jnp.zeros((), jnp.int32), round=jnp.zeros((), jnp.int32),
+    )
+
+    def totals(s):
+        t = s.uppers + s.lams * eps2
+        return jnp.where(jnp.isfinite(t), t, jnp.inf)
+
+    def certified(s):
+        best = jnp.min(totals(s))
+        _, _, bounds = _interval_bounds(s, gaps, info, eps2)
+        lower = jnp.minimum(jnp.min(bounds), rng.tail)
+        return best, lower
+
+    def converged(s):
+        best, lower = certified(s)
+        return best - lower <= config.rtol * jnp.abs(best) + config.atol + _noise_floor(gaps, info, 0.0)
+
+    def cond(s):
+        refine = (s.round < n_init + rounds) & ~converged(s) & jnp.isfinite(jnp.min(totals(s)))
+        return (s.round < n_init) | refine
+
+    def body(s):
+        # Branch and bound: subdivide the interval with the smallest certified lower bound.
+        order, sl, bounds = _interval_bounds(s, gaps, info, eps2)
+        i = jnp.argmin(bounds)
+        left, right = sl[i], sl[i + 1]
+        frac = jnp.arange(1, p + 1, dtype=dtype) / (p + 1)
+        safe_left = jnp.where(left > 0, left, 1.0)
+        refined = jnp.where(left > 0, safe_left * (right / safe_left) ** frac, right * frac)
+        tot = totals(s)
+        jl, jr = order[i], order[i + 1]
+        start_from = jnp.where(tot[jl] <= tot[jr], jl, jr)
+        # ... or, in the first n_init rounds, the next chunk of the first grid.
+        initial = s.round < n_init
+        chunk = lax.dynamic_slice_in_dim(first, jnp.minimum(s.round, n_init - 1) * p, p)
+        new = jnp.where(initial, chunk, refined)
+        mu_init = jnp.where(initial, mu0, s.mus[start_from])
+        om_init = jnp.where(initial, omega0, s.omegas[start_from])
+        new_sols = jax.vmap(solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
+        start = s.round * p
+        return _Search(
+            lams=put(s.lams, new, start), uppers=put(s.uppers, new_sols.upper, start),
+            lowers=put(s.lowers, new_sols.lower, start), mus=put(s.mus, new_sols.mu, start),
+            omegas=put(s.omegas, new_sols.omega, start),
+            iterations=s.iterations + jnp.sum(new_sols.iterations).astype(jnp.int32), round=s.round + 1,
+        )
+
+    state = lax.while_loop(cond, body, state)
+    best, lower = certified(state)
+
+    # Exact objectives of the mus of the best few lams; keep the best mu.
+    ncand = min(config.candidates, n)
+    _, cand = lax.top_k(-totals(state), ncand)
+    h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(state.mus[cand])
+    h = jnp.where(jnp.isfinite(h), h, jnp.inf)
+    pick = jnp.argmin(h)
+    mu = state.mus[cand[pick]]
+    lam = lam_star[pick]
+    value = offset_objective(mu, gaps, info, lam) + lam * eps2
+    gap = value - lower
+    tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
+    finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
+    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(gap <= tol, STATUS_OK, STATUS_MAX_ITER))
+    del best
+    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=state.iterations,
+                     status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
+
+
+def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = SolverConfig(),
+                         factor: float = 1.5, points: int = 5) -> DecResult:
+    """A cheap local lambda search for agents that re-solve the ac-DEC every round.
+
+    Evaluates v(lam) at lam = 0 and at ``points`` geometric points lam_center * factor^j,
+    j = -(points // 2), ..., points // 2 (one batched call), keeps the best, and returns its
+    mu with lam*(mu) and the exact objective h(mu). Theorem thm:worst-case holds for any
+    adapted lam_t, so an agent may track lam_t this way; the regret bound then involves
+    dec^ac_{eps_t, lam_t} instead of the optimum. ``lower_bound`` and ``gap`` refer to the
+    evaluated lams only (min_i lb(lam_i) + lam_i eps2), not to all lam >= 0.
+    """
+    dtype = gaps.dtype
+    eps2 = jnp.asarray(eps2, dtype)
+    half = points // 2
+    steps = jnp.asarray(factor, dtype) ** jnp.arange(-half, points - half, dtype=dtype)
+    lams = jnp.concatenate([jnp.zeros((1,), dtype), lam_center * steps])
+    scale = jnp.max(jnp.abs(gaps))
+
+    def solve_at(lam):
+        atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
+        return solve_game(gaps - lam * info, config, None, None, config.inner_rtol, atol)
+
+    sols = jax.vmap(solve_at)(lams)
+    totals = sols.upper + lams * eps2
+    totals = jnp.where(jnp.isfinite(totals), totals, jnp.inf)
+    best = jnp.argmin(totals)
+    mu = sols.mu[best]
+    _, lam, _ = constrained_objective(mu, gaps, info, eps2)
+    value = offset_objective(mu, gaps, info, lam) + lam * eps2
+    lower = jnp.min(sols.lower + lams * eps2)
+    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu))
+    status = jnp.where(finite, sols.status[best], STATUS_NONFINITE).astype(jnp.int32)
+    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=value - lower,
+                     iterations=jnp.sum(sols.iterations).astype(jnp.int32), status=status,
+                     omega=sols.omega[best])
+
+
+# --------------------------------------------------------------------------------------
+# Public functions
+
+
+def _check_matrices(gaps, info):
+    for name, x in (("gaps", gaps), ("info", info)):
+        V.check_floating(name, x)
+    if jnp.ndim(gaps) != 2:
+        raise ValueError(f"gaps must have shape (K, M) (rows actions, columns models), got {jnp.shape(gaps)}")
+    k, m = jnp.shape(gaps)
+    if k < 2:
+        raise ValueError(f"gaps must have K >= 2 rows (actions), got K={k}")
+    if m < 2:
+        raise ValueError(f"gaps must have M >= 2 columns (models), got M={m}")
+    V.check_shape("info", info, (k, m), what="(K, M) like gaps")
+    V.check_finite("gaps", gaps)
+    V.check_finite("info", info)
+    if V.is_concrete(info) and np.min(np.asarray(info)) < 0:
+        raise ValueError(f"info must be nonnegative (a divergence), got min {np.min(np.asarray(info))}")
+
+
+def _config(options, base: SolverConfig) -> SolverConfig:
+    fields = {f.name for f in dataclasses.fields(SolverConfig)}
+    unknown = set(options) - fields
+    if unknown:
+        raise ValueError(f"unknown solver option(s) {sorted(unknown)}; valid: {sorted(fields)}")
+    return dataclasses.replace(base, **options)
+
+
+def _dtype(*xs):
+    dt = jnp.result_type(*xs)
+    return dt if jnp.issubdtype(dt, jnp.floating) else jax.dtypes.canonicalize_dtype(jnp.float64)
+
+
+def _opt(x, dtype, name, size):
+    if x is None:
+        return None
+    V.check_shape(name, x, (size,))
+    return jnp.asarray(x, dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _offset_jit(gaps, info, lam, mu0, omega0, *, config):
+    return solve_offset(gaps, info, lam, config, mu0, omega0)
+
+
+@functools.partial(jax.jit, static_argnames=("config",))
+def _acdec_jit(gaps, info, eps2, mu0, omega0, *, config):
+    return solve_acdec(gaps, info, eps2, config, mu0, omega0)
+
+
+def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> DecResult:
+    """The offset DEC of a finite class, min_mu max_g mu (Delta - lam I) e_g, with a certificate.
+
+    A matrix game solved by optimistic mirror-prox on both simplices (``e2d_jax.dec.saddle``);
+    the certificate is exact: ``value`` = max_g (mu A)_g at the returned mu and
+    ``lower_bound`` = min_pi (A omega)_pi, A = Delta - lam I. Jittable and vmappable.
+
+    Args:
+      gaps: (K, M) Delta (or Delta_f), K >= 2 actions, M >= 2 models.
+      info: (K, M) I_f >= 0.
+      lam: () lam >= 0.
+      mu0, omega0: optional (K,) / (M,) warm starts.
+      **options: fields of :class:`SolverConfig` (maxiter, rtol [1e-4], atol, check_every).
+
+    Returns:
+      DecResult: ``mu`` (K,), ``lam`` (), ``value`` (), ``lower_bound``, ``gap`` = value -
+      lower_bound, ``iterations``, ``status`` and ``omega`` (M,) the max player's mixture.
+
+    References:
+      Kirschner et al. (2023), Section 'The Decision-Estimation Coefficient' (dec^o_lam).
+    """
+    _check_matrices(gaps, info)
+    V.check_positive("lam", lam, allow_zero=True)
+    config = _config(options, OFFSET_DEFAULTS)
+    dtype = _dtype(gaps, info)
+    k, m = jnp.shape(gaps)
+    return _offset_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(lam, dtype),
+                       _opt(mu0, dtype, "mu0", k), _opt(omega0, dtype, "omega0", m), config=config)
+
+
+def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecResult:
+    """The average-constrained DEC of a finite class, with a certificate.
+
+    Solves min_mu max_nu {mu Delta nu : mu I nu <= eps2} = min_{lam >= 0} dec^o_lam + lam eps2
+    (eqs. (d*) and (different-decs)) by a batched, certified branch-and-bound search over lam
+    whose every point is a matrix game (see the module docstring). Jittable and vmappable.
+
+    Requires a column g0 with max_pi info[pi, g0] < eps2 (in E2D, the reference model's own
+    column, which is 0); otherwise the program may be unbounded and a ValueError is raised
+    (for traced inputs the status is STATUS_NONFINITE).
+
+    Args:
+      gaps: (K, M) Delta (or Delta_f), K >= 2, M >= 2.
+      info: (K, M) I_f >= 0.
+      eps2: () eps^2 > 0.
+      mu0, omega0: optional (K,) / (M,) warm starts for every game.
+      **options: fields of :class:`SolverConfig`.
+
+    Returns:
+      DecResult: ``mu`` (K,), ``lam`` () = lam*(mu), ``value`` () = max_g mu (Delta - lam I)
+      e_g + lam eps2 = h(mu) the exact objective of mu, ``lower_bound`` certified,
+      ``gap``, ``iterations`` (total game iterations), ``status``, ``omega`` (M,).
+
+    References:
+      Kirschner et al. (2023), eqs. (d*), (L2), (different-decs); Section 'Computational Aspects'.
+    """
+    _check_matrices(gaps, info)
+    V.check_positive("eps2", eps2)
+    if V.is_concrete(info) and V.is_concrete(eps2):
+        if np.min(np.max(np.asarray(info), axis=0)) >= float(eps2):
+            raise ValueError(
+                "info must have a column g with max_pi info[pi, g] < eps2 (e.g. the reference "
+                "model's own zero column); otherwise the ac-DEC may be unbounded"
+            )
+    config = _config(options, SolverConfig())
+    dtype = _dtype(gaps, info)
+    k, m = jnp.shape(gaps)
+    return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),
+                      _opt(mu0, dtype, "mu0", k), _opt(omega0, dtype, "omega0", m), config=config)
