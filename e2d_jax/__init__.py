@@ -25,6 +25,27 @@ from e2d_jax.types import (
     DecResult,
     Environment,
 )
+from e2d_jax.agents.finite import anytime_e2d as finite_anytime_e2d
+from e2d_jax.agents.finite import e2d as finite_e2d
+from e2d_jax.agents.finite import linear_view, posterior_sampling, tune_lambda
+from e2d_jax.dec.bounds import acdec_curve, table1_bound
+from e2d_jax.dec.finite import finite_acdec, finite_offset_dec
+from e2d_jax.envs import finite
+from e2d_jax.envs.finite import (
+    BernoulliObs,
+    FiniteEnvParams,
+    FiniteModel,
+    GaussianObs,
+    bernoulli_bandit_class,
+    finite_class,
+    gap_matrix,
+    gap_matrix_f,
+    info_matrix,
+    multi_armed_bandit_class,
+    multi_armed_bandit_grid,
+    revealing_class,
+)
+from e2d_jax.estimators import ewa
 
 __version__ = "0.1.0"
 
@@ -51,4 +72,27 @@ __all__ = [
     "simulate",
     "thompson_sampling",
     "ucb",
+    "BernoulliObs",
+    "FiniteEnvParams",
+    "FiniteModel",
+    "GaussianObs",
+    "acdec_curve",
+    "bernoulli_bandit_class",
+    "ewa",
+    "finite",
+    "finite_acdec",
+    "finite_anytime_e2d",
+    "finite_class",
+    "finite_e2d",
+    "finite_offset_dec",
+    "gap_matrix",
+    "gap_matrix_f",
+    "info_matrix",
+    "linear_view",
+    "multi_armed_bandit_class",
+    "multi_armed_bandit_grid",
+    "posterior_sampling",
+    "revealing_class",
+    "table1_bound",
+    "tune_lambda",
 ]
