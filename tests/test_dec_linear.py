@@ -61,7 +61,8 @@ def _check_against_reference(cases):
         # Certificate: lower <= true optimum <= value. Clarabel solves to ~1e-8 relative, and
         # the reference grid can only overestimate the optimum, so allow 1e-6 on the lower side.
         assert float(res.lower_bound) <= ref_value * (1 + 1e-6) + 1e-9
-        assert float(res.gap) >= -1e-12 and int(res.status) == 0
+        # Certified: gap >= 0 up to rounding, and at most 1% of the value (OK or budget used).
+        assert -1e-12 <= float(res.gap) <= 1e-2 * float(res.value) and int(res.status) in (0, 1)
         excess.append((exact - ref_value) / ref_value)
     excess = np.asarray(excess)
     assert np.all(excess <= 1e-2), excess
@@ -93,7 +94,7 @@ def test_offset_dec_matches_cvxpy(solver):
     feats, grams, f_hat = _instance("semi", 3, 10, 1)
     for lam in (0.3, 3.0):
         ref, _ = LinearOffsetCvx(feats, grams, f_hat).solve(lam)
-        res = L.linear_offset_dec(feats, grams, f_hat, lam, solver=solver, maxiter=3000)
+        res = L.linear_offset_dec(feats, grams, f_hat, lam, solver=solver, maxiter=4000)
         assert float(res.lam) == lam
         # value is the exact objective at mu; the certificate brackets cvxpy's optimum.
         assert float(res.lower_bound) <= ref * (1 + 1e-6)
@@ -147,7 +148,7 @@ def test_singular_design_d_greater_than_k(kind, d, k):
     for rank in (None, d):  # reduced span, and the full space with the null block
         res = L.linear_acdec(feats, grams, f_hat, d / 50, rank=rank)
         assert all(np.all(np.isfinite(np.asarray(x))) for x in res)
-        assert int(res.status) == 0
+        assert int(res.status) in (0, 1) and float(res.gap) <= 1e-2 * float(res.value)
         exact = linear_exact_objective(np.asarray(res.mu), feats, grams, f_hat, d / 50)
         np.testing.assert_allclose(float(res.value), exact, rtol=1e-6)
 

@@ -231,11 +231,14 @@ class SolverConfig:
       solver: ``"saddle"`` (exact form, mirror-prox), ``"fw-grid"`` (paper: smoothed
         Frank-Wolfe per lambda on a vectorised grid) or ``"saddle-grid"``.
       maxiter: iteration budget per inner solve.
-      rtol: stop when the certified gap <= rtol * value (+ ``atol``). The default 1e-3
-        certifies every answer to within 0.1% of the optimum; tighter tolerances cost a
-        long tail of iterations on small-eps problems (measured: the 99th percentile of
-        iterations grows from ~2,500 to ~4,000 at 2e-4 on Exp.-1 shapes, and a vmapped batch
-        runs as long as its slowest problem).
+      rtol: stop when the certified gap <= rtol * value (+ ``atol``).
+
+    Defaults (saddle): 1,000 iterations, rtol 1e-3. Measured on 200 random Exp.-1 problems
+    in float32, the median solve certifies 1e-3 in 125 iterations and the 99th percentile in
+    ~1,200, with a tail to ~3,700 (float32 rounding slows the last digits); a vmapped batch
+    runs as long as its slowest problem, so the budget caps that tail. A solve that stops on
+    the budget reports STATUS_MAX_ITER with its certified ``gap`` (typically < 3e-3 of the
+    value); raise ``maxiter`` for a tighter certificate.
       atol: absolute part of the tolerance.
       check_every: iterations between certificate evaluations.
       lam_grid: points of the first lambda grid (grid solvers).
@@ -244,7 +247,7 @@ class SolverConfig:
     """
 
     solver: str = "saddle"
-    maxiter: int = 4000
+    maxiter: int = 1000
     rtol: float = 1e-3
     atol: float = 0.0
     check_every: int = 25
