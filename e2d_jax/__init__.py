@@ -3,6 +3,7 @@
 Kirschner, Bakhtiari, Chandak, Tkachuk, Szepesvari. "Regret Minimization via Saddle Point
 Optimization", NeurIPS 2023. The public surface is re-exported here; see README.md.
 """
+from e2d_jax.agents.e2d import AGENT_SOLVER, anytime_e2d, fixed_horizon_e2d, tuned_lambda
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
@@ -14,6 +15,7 @@ from e2d_jax.envs.linear import (
     multi_armed_bandit,
     semi_bandit,
 )
+from e2d_jax.dec.linear import PAPER_BUDGET, SolverConfig, linear_acdec, linear_offset_dec
 from e2d_jax.estimators import ridge
 from e2d_jax.simulate import RolloutResult, Simulation, rollout, seed_keys, simulate
 from e2d_jax.types import (
@@ -50,6 +52,14 @@ from e2d_jax.estimators import ewa
 __version__ = "0.1.0"
 
 __all__ = [
+    "AGENT_SOLVER",
+    "PAPER_BUDGET",
+    "SolverConfig",
+    "anytime_e2d",
+    "fixed_horizon_e2d",
+    "linear_acdec",
+    "linear_offset_dec",
+    "tuned_lambda",
     "ActInfo",
     "Agent",
     "DecResult",
