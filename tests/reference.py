@@ -174,3 +174,90 @@ def linear_acdec_reference(features, grams, f_hat, eps2, *, num=30, lam_range=(1
     res = so.minimize_scalar(v, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
     best = min(cache, key=lambda s: cache[s][0])
     return cache[best][0], float(np.exp(best)), cache[best][1]
+
+
+# --- Finite model classes (issue: finite classes, EWA, matrix-game DEC) ------------------
+# Independent re-derivations with loops, scipy.stats densities, numerical integration and
+# scipy.optimize.linprog (HiGHS); nothing below imports e2d_jax.
+
+
+def finite_gaps(rewards):
+    """Delta[pi, g] = max_b r_g(b) - r_g(pi) by loops; rewards (M, K) -> (K, M)."""
+    m, k = rewards.shape
+    out = np.zeros((k, m))
+    for g in range(m):
+        for pi in range(k):
+            out[pi, g] = max(rewards[g]) - rewards[g, pi]
+    return out
+
+
+def finite_gaps_f(rewards, f_rewards):
+    """Delta_f[pi, g] = max_b r_g(b) - r_f(pi) by loops."""
+    m, k = rewards.shape
+    return np.array([[max(rewards[g]) - f_rewards[pi] for g in range(m)] for pi in range(k)])
+
+
+def gaussian_kl_quad(mean_p, mean_q, sigma):
+    """KL(N(mean_p, s^2) || N(mean_q, s^2)) = E_p[log p/q] by numerical integration."""
+    import scipy.integrate as si
+    import scipy.stats as st
+
+    p, q = st.norm(mean_p, sigma), st.norm(mean_q, sigma)
+    lo, hi = mean_p - 12 * sigma, mean_p + 12 * sigma
+    val, _ = si.quad(lambda y: p.pdf(y) * (p.logpdf(y) - q.logpdf(y)), lo, hi, epsabs=1e-13, epsrel=1e-11, limit=200)
+    return val
+
+
+def bernoulli_kl_pmf(p, q):
+    """KL(Ber(p) || Ber(q)) as a sum over the two outcomes with scipy.stats pmfs."""
+    import scipy.stats as st
+
+    return sum(st.bernoulli.pmf(y, p) * (st.bernoulli.logpmf(y, p) - st.bernoulli.logpmf(y, q)) for y in (0, 1))
+
+
+def game_value_lp(a):
+    """min_mu max_g (mu A)_g by linprog (HiGHS): variables (mu, v), min v s.t. A^T mu <= v."""
+    from scipy.optimize import linprog
+
+    k, m = a.shape
+    res = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.c_[a.T, -np.ones(m)], b_ub=np.zeros(m),
+                  A_eq=np.r_[np.ones(k), 0.0][None], b_eq=[1.0], bounds=[(0, None)] * k + [(None, None)],
+                  method="highs")
+    assert res.status == 0, res.message
+    return float(res.fun), res.x[:k]
+
+
+def constrained_objective_lp(mu, gaps, info, eps2):
+    """max_nu {mu Delta nu : mu I nu <= eps2, nu in the simplex} by linprog (HiGHS)."""
+    from scipy.optimize import linprog
+
+    m = gaps.shape[1]
+    res = linprog(-(mu @ gaps), A_ub=(mu @ info)[None], b_ub=[eps2], A_eq=np.ones((1, m)), b_eq=[1.0],
+                  bounds=[(0, None)] * m, method="highs")
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+def acdec_lp_grid(gaps, info, eps2, *, num=200, refine=40):
+    """min_lam [game_value_lp(Delta - lam I) + lam eps2] over lam = 0 and a geometric grid on
+    [1e-5, 1] * max(Delta) / eps2 (the value is >= lam eps2 when a column has zero information,
+    so lam* <= max Delta / eps2), refined linearly between the neighbours of the best point.
+    Returns (value, lam): an upper bound on the ac-DEC that is tight up to the grid."""
+    hi = max(np.max(gaps), 1e-12) / eps2
+    lams = np.r_[0.0, np.geomspace(hi * 1e-5, hi, num)]
+    vals = np.array([game_value_lp(gaps - l * info)[0] + l * eps2 for l in lams])
+    i = int(np.argmin(vals))
+    fine = np.linspace(lams[max(i - 1, 0)], lams[min(i + 1, num)], refine)
+    fine_vals = np.array([game_value_lp(gaps - l * info)[0] + l * eps2 for l in fine])
+    j = int(np.argmin(fine_vals))
+    if fine_vals[j] < vals[i]:
+        return float(fine_vals[j]), float(fine[j])
+    return float(vals[i]), float(lams[i])
+
+
+def bayes_posterior(log_densities):
+    """Posterior over models from a (T, M) table of log p_f(y_t | pi_t) and a uniform prior,
+    normalised with a plain max-shift."""
+    total = np.sum(log_densities, axis=0)
+    w = np.exp(total - total.max())
+    return w / w.sum()

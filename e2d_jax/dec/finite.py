@@ -588,7 +588,7 @@ def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=Non
 
 
 def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = SolverConfig(),
-                         factor: float = 1.5, points: int = 5) -> DecResult:
+                         factor: float = 1.5, points: int = 5):
     """A cheap local lambda search for agents that re-solve the ac-DEC every round.
 
     Evaluates v(lam) at lam = 0 and at ``points`` geometric points lam_center * factor^j,
@@ -597,6 +597,10 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = So
     adapted lam_t, so an agent may track lam_t this way; the regret bound then involves
     dec^ac_{eps_t, lam_t} instead of the optimum. ``lower_bound`` and ``gap`` refer to the
     evaluated lams only (min_i lb(lam_i) + lam_i eps2), not to all lam >= 0.
+
+    Returns:
+      ``(DecResult, lam_grid)``: the result (``lam`` = lam*(mu)) and the grid point that won,
+      which the caller uses as the next centre.
     """
     dtype = gaps.dtype
     eps2 = jnp.asarray(eps2, dtype)
@@ -619,9 +623,10 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = So
     lower = jnp.min(sols.lower + lams * eps2)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu))
     status = jnp.where(finite, sols.status[best], STATUS_NONFINITE).astype(jnp.int32)
-    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=value - lower,
-                     iterations=jnp.sum(sols.iterations).astype(jnp.int32), status=status,
-                     omega=sols.omega[best])
+    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=value - lower,
+                       iterations=jnp.sum(sols.iterations).astype(jnp.int32), status=status,
+                       omega=sols.omega[best])
+    return result, lams[best]
 
 
 # --------------------------------------------------------------------------------------
