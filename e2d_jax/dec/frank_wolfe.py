@@ -21,9 +21,7 @@ simplex, because L(., omega) is convex and below F), evaluated at the running av
 soft-max weights. The best upper bound (and its mu) and the best lower bound are kept, so the
 returned gap is certified and monotone.
 
-Loop: ``lax.while_loop`` over blocks of ``check_every`` steps, stopping at the tolerance or
-``maxiter``; under ``vmap`` it runs until the slowest problem stops (finished ones are
-frozen by JAX's batched-predicate select).
+Loop: ``saddle.run_certified`` (a ``lax.while_loop`` over blocks of ``check_every`` steps).
 """
 from __future__ import annotations
 
@@ -31,10 +29,8 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
-from e2d_jax.dec.saddle import SaddleSolution, _floor
-from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK
+from e2d_jax.dec.saddle import SaddleSolution, _floor, run_certified
 
 
 class FWState(NamedTuple):
@@ -101,26 +97,10 @@ def solve(
     certified lower bound, gap, iterations, status).
     """
     state = init(smoothed_grad, certificate, mu0, tau0)
-    check_every = max(1, min(check_every, maxiter))
-    n_checks = max(1, -(-maxiter // check_every))
-
-    def converged(s):
-        return s.upper - s.lower <= rtol * jnp.abs(s.upper) + atol
-
-    def cond(carry):
-        s, k = carry
-        return (k < n_checks) & ~converged(s) & jnp.isfinite(s.upper)
-
-    def body(carry):
-        s, k = carry
-        s = lax.fori_loop(0, check_every, lambda _, x: step(smoothed_grad, x), s)
-        return _certify(certificate, s), k + 1
-
-    state, _ = lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
-    finite = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
-    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(converged(state), STATUS_OK, STATUS_MAX_ITER))
+    state, status = run_certified(state, lambda x: step(smoothed_grad, x), lambda x: _certify(certificate, x),
+                                  maxiter=maxiter, check_every=check_every, rtol=rtol, atol=atol)
     return SaddleSolution(
         mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
         gap=state.upper - state.lower, iterations=state.iter_num,
-        status=status.astype(jnp.int32), step=state.tau0,
+        status=status, step=state.tau0,
     )

@@ -202,6 +202,23 @@ def solve(
       ``lower`` bound, ``gap``, ``iterations``, ``status`` and the final step.
     """
     state = init(grads, certificate, mu0, omega0, step0)
+    state, status = run_certified(state, lambda x: step(grads, x), lambda x: _certify(certificate, x),
+                                  maxiter=maxiter, check_every=check_every, rtol=rtol, atol=atol)
+    return SaddleSolution(
+        mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
+        gap=state.upper - state.lower, iterations=state.iter_num,
+        status=status, step=state.step,
+    )
+
+
+def run_certified(state, step_fn, certify_fn, *, maxiter, check_every, rtol, atol):
+    """The loop every solver here shares: blocks of ``check_every`` steps, each followed by a
+    certificate, until ``upper - lower <= rtol |upper| + atol`` or ``maxiter`` steps.
+
+    ``state`` is any NamedTuple with ``upper``, ``lower`` and ``best_mu``. A ``lax.while_loop``
+    (the number of blocks depends on the data); under ``vmap`` it runs until the slowest
+    problem stops and finished problems keep their values. Returns ``(state, status)``.
+    """
     check_every = max(1, min(check_every, maxiter))
     n_checks = max(1, -(-maxiter // check_every))
 
@@ -215,14 +232,10 @@ def solve(
 
     def body(carry):
         s, k = carry
-        s = lax.fori_loop(0, check_every, lambda _, x: step(grads, x), s)
-        return _certify(certificate, s), k + 1
+        s = lax.fori_loop(0, check_every, lambda _, x: step_fn(x), s)
+        return certify_fn(s), k + 1
 
     state, _ = lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
     finite = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
     status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(converged(state), STATUS_OK, STATUS_MAX_ITER))
-    return SaddleSolution(
-        mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
-        gap=state.upper - state.lower, iterations=state.iter_num,
-        status=status.astype(jnp.int32), step=state.step,
-    )
+    return state, status.astype(jnp.int32)
