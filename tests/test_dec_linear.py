@@ -196,3 +196,25 @@ def test_bad_input_names_argument(call, name):
     feats, grams, f_hat = _instance("semi", 3, 10, 0)
     with pytest.raises(ValueError, match=name):
         call(feats, grams, f_hat)
+
+
+def test_two_point_formula_is_the_min_over_lambda():
+    """max_omega omega.a + eps sqrt(omega.c) (closed form) = min_lam max_b a_b + c_b/(4 lam) + lam eps^2
+    (Sion), checked against a dense grid plus a bounded scalar search over log(lam)."""
+    import scipy.optimize as so
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        k = int(rng.integers(2, 12))
+        a, c, eps = rng.normal(size=k), rng.uniform(0.01, 3, k), float(rng.uniform(0.01, 3))
+        value, omega, y = L.max_sqrt_mixture(jnp.asarray(a), jnp.asarray(c), eps)
+        f = lambda s: np.max(a + c / (4 * np.exp(s))) + np.exp(s) * eps**2
+        grid = np.linspace(-15, 15, 3001)
+        s0 = grid[np.argmin([f(x) for x in grid])]
+        ref = so.minimize_scalar(f, bounds=(s0 - 0.02, s0 + 0.02), method="bounded", options={"xatol": 1e-12}).fun
+        # The scalar search is accurate to ~1e-10 relative; 1e-7 leaves margin.
+        np.testing.assert_allclose(float(value), ref, rtol=1e-7)
+        omega = np.asarray(omega)
+        assert np.all(omega >= 0) and abs(omega.sum() - 1) < 1e-12 and np.count_nonzero(omega) <= 2
+        np.testing.assert_allclose(omega @ a + eps * np.sqrt(omega @ c), float(value), rtol=1e-12)
+        np.testing.assert_allclose(float(y), omega @ c, rtol=1e-12)

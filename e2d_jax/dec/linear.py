@@ -104,24 +104,35 @@ def delta_norms(mu, s: ObservableSpan):
 def max_sqrt_mixture(a, c, eps):
     """Exact max_{omega in simplex} omega.a + eps sqrt(omega.c) for c > 0.
 
-    The maximiser mixes at most two actions (see module docstring). Returns
-    ``(value, omega (K,), y = omega.c)``.
+    The maximiser mixes at most two actions (see module docstring): each segment between two
+    points (a_i, c_i), (a_j, c_j) is searched in closed form (the stationary point of the
+    concave 1-D function, clipped to the segment), over the K (K - 1) / 2 pairs i < j and the K
+    vertices. Returns ``(value, omega (K,), y = omega.c)``.
     """
     k = a.shape[0]
-    ai, aj, ci, cj = a[:, None], a[None, :], c[:, None], c[None, :]
+    if k > 1:
+        ii, jj = np.triu_indices(k, 1)
+        ii = np.concatenate([ii, np.arange(k)])
+        jj = np.concatenate([jj, np.arange(k)])
+    else:
+        ii = jj = np.zeros(1, int)
+    ai, aj, ci, cj = a[ii], a[jj], c[ii], c[jj]
     dx, dy = aj - ai, cj - ci
     interior = dx * dy < 0
     sdx = jnp.where(interior, dx, 1.0)
     sdy = jnp.where(interior, dy, 1.0)
     y_star = (eps * sdy / (2.0 * sdx)) ** 2
-    t = jnp.where(interior, jnp.clip((y_star - ci) / sdy, 0.0, 1.0), 0.0)
+    t_stat = jnp.where(interior, jnp.clip((y_star - ci) / sdy, 0.0, 1.0), 0.0)
+    # Without an interior stationary point the segment is monotone: take its better end.
+    t_end = jnp.where(aj + eps * jnp.sqrt(jnp.maximum(cj, 0.0)) > ai + eps * jnp.sqrt(jnp.maximum(ci, 0.0)), 1.0, 0.0)
+    t = jnp.where(interior, t_stat, t_end)
     y = jnp.maximum(ci + t * dy, 0.0)
     val = ai + t * dx + eps * jnp.sqrt(y)
-    idx = jnp.argmax(val.reshape(-1))
-    i, j = idx // k, idx % k
-    tt = t.reshape(-1)[idx]
-    omega = (1.0 - tt) * jax.nn.one_hot(i, k, dtype=a.dtype) + tt * jax.nn.one_hot(j, k, dtype=a.dtype)
-    return val.reshape(-1)[idx], omega, y.reshape(-1)[idx]
+    idx = jnp.argmax(val)
+    tt = t[idx]
+    omega = ((1.0 - tt) * jax.nn.one_hot(jnp.asarray(ii)[idx], k, dtype=a.dtype)
+             + tt * jax.nn.one_hot(jnp.asarray(jj)[idx], k, dtype=a.dtype))
+    return val[idx], omega, y[idx]
 
 
 def _eps(eps2):
