@@ -15,8 +15,8 @@ Agents on finite classes:
 
 * ``anytime-e2d[@opts]`` - Anytime-E2D with EWA; ``opts`` joined by '+' from ``delta`` /
   ``delta_f`` (gaps), ``sample`` / ``mixture`` (EWA estimate), ``track`` / ``global``
-  (lambda search), e.g. ``anytime-e2d@delta+global``; default: ``--gaps`` (delta_f unless
-  given), ``sample``, ``track``;
+  (lambda search), e.g. ``anytime-e2d@delta+track``; default: ``--gaps`` (delta_f unless
+  given), ``sample``, ``global``;
 * ``e2d[@n]`` - fixed-horizon E2D with lam tuned for horizon n (default: the run's horizon),
   gaps from ``--gaps``;
 * ``ts-finite`` - Thompson sampling on the finite class (EWA posterior);
@@ -109,7 +109,7 @@ def _shared_options(spec: AgentSpec) -> dict:
 def _anytime_finite(spec: AgentSpec, model):
     from e2d_jax.agents import finite as agents
 
-    kwargs = {"lam_search": "track", **_shared_options(spec)}
+    kwargs = {"lam_search": "global", **_shared_options(spec)}
     if spec.param:
         for token in spec.param.split("+"):
             if token not in _ANYTIME_OPTIONS:
@@ -183,7 +183,7 @@ def _chain(name: str, help: str, finite_builder) -> None:
     registry.register_agent(name, tuple(dict.fromkeys(families + ("finite",))), text)(build)
 
 
-_chain("anytime-e2d", "Anytime-E2D with EWA, eps_t^2 = log|M|/t (@delta_f, @mixture, @global, joined by '+')",
+_chain("anytime-e2d", "Anytime-E2D with EWA, eps_t^2 = log|M|/t (@delta, @mixture, @track, joined by '+')",
        _anytime_finite)
 _chain("e2d", "fixed-horizon E2D with EWA, lam tuned for horizon n (e2d@n; default: the run's horizon)", _e2d_finite)
 _chain("ts-finite", "Thompson sampling on the finite class (EWA posterior, eta = 1)", _posterior_sampling)

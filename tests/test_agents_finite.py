@@ -19,31 +19,41 @@ from e2d_jax.types import STATUS_NONFINITE
 from reference import acdec_lp_grid, bayes_posterior, constrained_objective_lp, finite_gaps, game_value_lp
 
 
-@pytest.fixture(scope="module")
-def small():
-    return finite.revealing_class(jax.random.key(0), 4, 6, gain=2.0, true_model=1)
+ENVS = {
+    "revealing": lambda: finite.revealing_class(jax.random.key(0), 4, 6, gain=2.0, true_model=1),
+    "bernoulli": lambda: finite.bernoulli_bandit_class(jax.random.key(0), 3, 5, true_model=2),
+    "mab-grid": lambda: finite.multi_armed_bandit_grid(2, [0.2, 0.5, 0.8], true_model=4),
+}
 
-
-CONFORMANCE = {
+AGENTS = {
     "anytime-e2d": lambda m: agents.anytime_e2d(gaps="delta_f"),
-    "anytime-e2d-track": lambda m: agents.anytime_e2d(lam_search="track", estimate="mixture"),
+    "anytime-e2d-track-mixture": lambda m: agents.anytime_e2d(lam_search="track", estimate="mixture"),
+    "e2d": lambda m: agents.e2d(lam=3.0),
     "ts-finite": lambda m: agents.posterior_sampling(),
     "ucb-view": lambda m: agents.linear_view(ucb(radius=agents.reward_radius(m))),
     "ts-view": lambda m: agents.linear_view(thompson_sampling()),
 }
 
+# Every agent on one class at least (E2D on the grid class, the others on the revealing
+# class); EWA-based agents also on Bernoulli (the linear views need a Gaussian class).
+PAIRS = [(a, "revealing") for a in AGENTS if a != "e2d"] + [
+    ("anytime-e2d", "bernoulli"), ("ts-finite", "bernoulli"), ("e2d", "mab-grid"), ("ucb-view", "mab-grid")]
 
-@pytest.mark.parametrize("name", sorted(CONFORMANCE))
-def test_conformance_jit_vmap_shapes_and_batch_independence(name, small):
-    agent = CONFORMANCE[name](small.model)
-    run = jax.jit(jax.vmap(lambda k: rollout(k, small, finite.ENVIRONMENT, agent, 12, 4)))
+
+@pytest.mark.parametrize("name, env", PAIRS)
+def test_conformance_jit_vmap_shapes_and_batch_independence(name, env):
+    params = ENVS[env]()
+    k = params.model.num_actions
+    agent = AGENTS[name](params.model)
+    run = jax.jit(jax.vmap(lambda key: rollout(key, params, finite.ENVIRONMENT, agent, 12, 4)))
     keys = jax.random.split(jax.random.key(1), 3)
     res = run(keys)
-    assert res.regret.shape == (3, 3) and res.regret.dtype == small.true_rewards.dtype
-    assert res.action_counts.shape == (3, 4) and res.action_counts.dtype == jnp.int32
+    assert res.regret.shape == (3, 3) and res.regret.dtype == params.true_rewards.dtype
+    assert res.action_counts.shape == (3, k) and res.action_counts.dtype == jnp.int32
     assert np.all(np.asarray(res.action_counts).sum(1) == 12)
     assert np.all(np.asarray(res.nonfinite_rounds) == 0)
     assert np.all(np.diff(np.asarray(res.regret), axis=1) >= 0)
+    assert all(leaf.shape[:2] == (3, 3) for leaf in jax.tree_util.tree_leaves(res.info))
     # Same keys, same results; permuting the batch permutes the results (a seed does not
     # depend on its neighbours).
     again = run(keys[jnp.array([2, 0, 1])])

@@ -37,14 +37,14 @@ def _acdec_batched():
     return jax.jit(jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e)))
 
 
-def _check_against_reference(problems, max_rel=1e-2, max_median=1e-3):
+def _check_against_reference(problems, max_rel=1e-2, max_median=1e-3, num=200):
     gaps = jnp.asarray(np.stack([p[0] for p in problems]))
     info = jnp.asarray(np.stack([p[1] for p in problems]))
     eps2 = jnp.asarray([p[2] for p in problems])
     res = jax.device_get(_acdec_batched()(gaps, info, eps2))
     excess = []
     for i, (g, inf, e2) in enumerate(problems):
-        ref, _ = acdec_lp_grid(g, inf, e2)
+        ref, _ = acdec_lp_grid(g, inf, e2, num=num)
         mu = res.mu[i]
         assert abs(mu.sum() - 1) < 1e-9 and mu.min() >= -1e-12
         exact = constrained_objective_lp(mu, g, inf, e2)
@@ -60,10 +60,10 @@ def _check_against_reference(problems, max_rel=1e-2, max_median=1e-3):
 
 
 def test_acdec_within_1_percent_of_linprog_reference_small():
-    """Default-run version of the acceptance check: 24 classes of one shape, t = 5..1000."""
+    """Default-run version of the acceptance check: 16 classes of one shape, t = 5..1000."""
     rng = np.random.default_rng(0)
-    problems = [random_problem(rng, 6, 40, t) for t in np.geomspace(5, 1000, 24)]
-    excess, res = _check_against_reference(problems)
+    problems = [random_problem(rng, 6, 40, t) for t in np.geomspace(5, 1000, 16)]
+    excess, res = _check_against_reference(problems, num=120)
     # The certificate is met (rtol 1e-3) on most problems; the rest say so in their status.
     assert np.mean(res.status == STATUS_OK) >= 0.75
     assert set(np.unique(res.status)) <= {STATUS_OK, STATUS_MAX_ITER}

@@ -8,10 +8,19 @@ columns models; see ``e2d_jax.envs.finite``):
 * average-constrained DEC:     dec^ac_eps(f) = min_mu max_nu {mu Delta nu : mu I_f nu <= eps^2}
                                              = min_{lam >= 0} dec^o_lam(f) + lam eps^2.
 
-Offset DEC (:func:`finite_offset_dec`). The game is bilinear, so the optimistic mirror-prox
-of ``e2d_jax.dec.saddle`` applies with an exact, cheap certificate: for any (mu, omega),
-``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi`` a valid lower bound
-(weak duality), A = Delta - lam I.
+Offset DEC (:func:`finite_offset_dec`): a matrix game with an exact, cheap certificate: for
+any (mu, omega), ``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi`` a
+valid lower bound (weak duality), A = Delta - lam I. Two solvers, both certified this way:
+
+* ``"ipm"`` (default): a primal-dual interior-point method on von Neumann's LP form of the
+  game (:func:`solve_game_ipm`), one K x K Cholesky per iteration, 10-25 iterations to
+  1e-8 relative in float64. Measured on 5 x 30 games from random bandit classes (2-core CPU,
+  float64, ``benchmarks/finite_throughput.py``): 34,000-39,000 games/s in batches of 100 to
+  1,000 at errors <= 5e-9, against 700-1,100 games/s for mirror-prox, which needs hundreds
+  to thousands of iterations (O(1/T)) and met 1e-4 within 2000 iterations on only 65% of
+  the games, and 830 games/s for scipy's linprog (HiGHS) one at a time.
+* ``"mirror-prox"``: the optimistic mirror-prox of ``e2d_jax.dec.saddle`` (warm-startable),
+  kept as the issue's suggested method and for comparison.
 
 Exact objective of a given mu. For fixed mu, h(mu) = max_nu {a.nu : c.nu <= eps^2} with
 a = mu Delta, c = mu I is a linear program over the simplex with one extra constraint, so an
@@ -37,6 +46,9 @@ contains the minimiser and certify the search:
   [l_i, l_{i+1}] of evaluated points v(lam) >= lb(l_{i+1}) + l_i eps^2, with lb(l) the game
   solver's certified lower bound at l; for lam >= hi, v(lam) >= U. The minimum over all
   intervals is a certified lower bound on dec^ac over all lam >= 0.
+  A second, first-order bound is also used: for any max-player mixture omega, psi_omega(lam)
+  = min_pi (Delta omega - lam I omega)_pi + lam eps^2 <= v(lam) is concave in lam, so on an
+  interval it is at least its smaller end value; the omegas of both end points are tried.
 * Guard against non-convexity: best-first branch and bound. Instead of zooming in around the
   incumbent only, each round subdivides the interval whose certified lower bound is the
   smallest (geometrically, or linearly for [0, l_1]) with ``lam_refine`` new points solved in
@@ -48,9 +60,10 @@ contains the minimiser and certify the search:
 * Answer. Among the ``candidates`` evaluated lams with the smallest v(lam), the mu with the
   smallest exact objective h(mu) (closed form above) is returned, with lam*(mu).
 
-Loops: every game is a ``lax.while_loop`` in ``saddle.solve`` (vmapped over the lams of a
-round, so a round lasts as long as its slowest game); the rounds are one ``lax.while_loop``
-with fixed-size buffers, so the whole search compiles once.
+Loops: every game is a ``lax.while_loop`` (vmapped over the ``lam_refine`` lams of a round,
+so a round lasts as long as its slowest game); the rounds, the first grid included (in chunks
+of ``lam_refine``), are one ``lax.while_loop`` with fixed-size buffers, so the game solver is
+compiled once. Under ``vmap`` over problems both loops run until the slowest problem stops.
 """
 from __future__ import annotations
 
@@ -387,6 +400,9 @@ def solve_game(a, config: SolverConfig, mu0, omega0, rtol, atol) -> GameSolution
     if config.solver == "ipm":
         del mu0, omega0  # interior-point methods do not benefit from warm starts
         return solve_game_ipm(a, maxiter=config.game_maxiter, rtol=rtol, atol=atol)
+    k, m = a.shape
+    mu0 = jnp.full((k,), 1.0 / k, a.dtype) if mu0 is None else mu0
+    omega0 = jnp.full((m,), 1.0 / m, a.dtype) if omega0 is None else omega0
     grads, cert = _game(a)
     sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.game_maxiter, rtol=rtol, atol=atol,
                        check_every=config.check_every)
@@ -683,16 +699,20 @@ def _acdec_jit(gaps, info, eps2, mu0, omega0, *, config):
 def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> DecResult:
     """The offset DEC of a finite class, min_mu max_g mu (Delta - lam I) e_g, with a certificate.
 
-    A matrix game solved by optimistic mirror-prox on both simplices (``e2d_jax.dec.saddle``);
-    the certificate is exact: ``value`` = max_g (mu A)_g at the returned mu and
-    ``lower_bound`` = min_pi (A omega)_pi, A = Delta - lam I. Jittable and vmappable.
+    A matrix game solved by a primal-dual interior-point method (``solver="ipm"``, default) or
+    optimistic mirror-prox on both simplices (``solver="mirror-prox"``); the certificate is
+    exact: ``value`` = max_g (mu A)_g at the returned mu and ``lower_bound`` =
+    min_pi (A omega)_pi, A = Delta - lam I. Jittable and vmappable.
 
     Args:
       gaps: (K, M) Delta (or Delta_f), K >= 2 actions, M >= 2 models.
       info: (K, M) I_f >= 0.
       lam: () lam >= 0.
       mu0, omega0: optional (K,) / (M,) warm starts.
-      **options: fields of :class:`SolverConfig` (maxiter, rtol [1e-4], atol, check_every).
+      **options: fields of :class:`SolverConfig` (solver, maxiter, rtol [1e-8], atol,
+        check_every). The absolute tolerance always includes a rounding floor
+        50 eps (max|Delta| + lam max|I|) (eps of the dtype: ~1e-4 relative is what float32
+        reaches).
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` (), ``value`` (), ``lower_bound``, ``gap`` = value -
