@@ -30,7 +30,7 @@ from e2d_jax.types import (
 from e2d_jax.agents.finite import anytime_e2d as finite_anytime_e2d
 from e2d_jax.agents.finite import e2d as finite_e2d
 from e2d_jax.agents.finite import linear_view, posterior_sampling, tune_lambda
-from e2d_jax.dec.bounds import acdec_curve, table1_bound
+from e2d_jax.dec.bounds import acdec_curve, compare_with_bound, table1_bound
 from e2d_jax.dec.finite import finite_acdec, finite_offset_dec
 from e2d_jax.envs import finite
 from e2d_jax.envs.finite import (
@@ -48,6 +48,7 @@ from e2d_jax.envs.finite import (
     revealing_class,
 )
 from e2d_jax.estimators import ewa
+from e2d_jax.plotting import mean_ci95, plot_regret
 
 __version__ = "0.1.0"
 
@@ -87,6 +88,9 @@ __all__ = [
     "FiniteModel",
     "GaussianObs",
     "acdec_curve",
+    "compare_with_bound",
+    "mean_ci95",
+    "plot_regret",
     "bernoulli_bandit_class",
     "ewa",
     "finite",

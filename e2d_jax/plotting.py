@@ -15,20 +15,24 @@ def mean_ci95(values: np.ndarray, axis: int = 0):
     return mean, 1.96 * sem
 
 
-def plot_regret(curves: dict, path, *, title: str | None = None) -> None:
-    """Saves a PNG of cumulative regret against rounds.
+def plot_regret(curves: dict, path=None, *, title: str | None = None):
+    """Plots cumulative regret against rounds (mean with a 95% band per curve).
+
+    Uses a bare ``matplotlib.figure.Figure`` (no pyplot), so it neither switches the
+    backend of a notebook nor needs a display.
 
     Args:
       curves: ``{label: (rounds (R,), regret (S, R))}``.
-      path: output file.
+      path: optional PNG file to write.
       title: optional title.
+
+    Returns:
+      the ``matplotlib.figure.Figure`` (a notebook displays it).
     """
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+    ax = fig.subplots()
     for label, (rounds, regret) in curves.items():
         mean, half = mean_ci95(regret)
         (line,) = ax.plot(rounds, mean, label=f"{label} (n={regret.shape[0]})")
@@ -40,5 +44,6 @@ def plot_regret(curves: dict, path, *, title: str | None = None) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, format="png")
-    plt.close(fig)
+    if path is not None:
+        fig.savefig(path, format="png")
+    return fig
