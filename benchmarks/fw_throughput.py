@@ -20,7 +20,7 @@ and lambda log-uniform in [0.1, 10], float32 for JAX:
 Compile time is measured apart (ahead-of-time ``lower().compile()``); every time is the
 median over ``--repeats`` runs.
 
-Run:  python benchmarks/fw_throughput.py [--quick] [--json out.json]
+Run:  python benchmarks/fw_throughput.py [--quick] [--shapes exp1,exp2] [--batches 1,100] [--json out.json]
 
 Typical printout: see the closing note of the linear-DEC issue and README.md (2-core x86-64
 CPU, jax 0.10.2).
@@ -151,16 +151,20 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--reference-problems", type=int, default=20, help="problems per shape for cvxpy/NumPy/accuracy")
     ap.add_argument("--quick", action="store_true", help="small batches and few reference problems")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset of " + ", ".join(SHAPES))
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
+    shapes = args.shapes.split(",")
+    if not set(shapes) <= set(SHAPES):
+        ap.error(f"--shapes must be a subset of {sorted(SHAPES)}, got {args.shapes!r}")
     n_ref = args.reference_problems
     if args.quick:
         batches, n_ref = [1, 100], 4
     report = {"device": str(jax.devices()), "platform": platform.platform(), "jax": jax.__version__,
               "throughput": [], "baselines": [], "accuracy": []}
     print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}", flush=True)
-    for shape in SHAPES:
+    for shape in shapes:
         feats, grams, f_hat, eps2, lam, rank = problems(shape, max(batches))
         print(f"\n== {shape}: d={feats.shape[2]}, K={feats.shape[1]} ==", flush=True)
         print(f"{'solver':28s} {'batch':>6s} {'compile_s':>9s} {'run_s':>9s} {'solves/s':>11s}", flush=True)
