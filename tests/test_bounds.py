@@ -75,20 +75,14 @@ def _check_table1(classes):
     return worst, count
 
 
-def test_table1_mab_bound_holds_on_random_classes_small():
-    """Default-run version: 8 random 3-armed classes in both gap conventions (one shape, so
-    the solver compiles once per convention; the slow test covers K = 2..8)."""
-    worst, count = _check_table1(_random_classes(8, 0, [(3, 8)]))
-    assert count == 8
-    # Measured margins (see the slow test): < 0.6 with Delta, <= 1/sqrt(2) with Delta_f.
-    assert worst["delta"] < 0.6 and worst["delta_f"] <= 2**-0.5 + 1e-3
-
-
-@pytest.mark.slow
 def test_table1_mab_bound_holds_on_100_random_classes():
+    """The issue's acceptance check, in the default run: 120 random classes, K = 2..8."""
     sizes = [(k, m) for k in (2, 3, 4, 5, 6, 8) for m in (10, 20)]
     worst, count = _check_table1(_random_classes(120, 1, sizes))
     assert count >= 100
+    # Regression guard on the measured margins (0.520 with Delta, 0.696 with Delta_f): a jump
+    # would mean the solver or the class builder changed.
+    assert worst["delta"] < 0.6 and worst["delta_f"] <= 2**-0.5 + 1e-3
     print(f"max dec/bound over {count} classes: Delta {worst['delta']:.3f}, Delta_f {worst['delta_f']:.3f}")
 
 

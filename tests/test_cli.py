@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -55,3 +56,23 @@ def test_console_script_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "e2d_jax.cli", "run", "--horizon", "10", "--agents", "nope",
                            "--out", str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 2 and "--agents" in proc.stderr
+
+
+def test_default_shards_over_cores_with_identical_results(tmp_path):
+    """The CLI splits the CPU into one XLA device per core by default; the per-seed results
+    equal those of a single-device run (--host-devices 1) exactly. Each run is a fresh process
+    (the device count is fixed when JAX starts) that reports 2 cores."""
+    base = [sys.executable, "-c",
+            "import os, sys; os.cpu_count = lambda: 2; from e2d_jax.cli import main; sys.exit(main(sys.argv[1:]))",
+            "run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "30", "--seeds", "5",
+            "--agents", "ts", "--record-every", "10"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    runs = {}
+    for label, extra in (("default", []), ("one", ["--host-devices", "1"])):
+        out = tmp_path / label
+        proc = subprocess.run(base + ["--out", str(out), *extra], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        runs[label] = (json.loads((out / "summary.json").read_text()), np.load(out / "ts.npz")["regret"])
+    assert runs["default"][0]["device"] == ["cpu:0", "cpu:1"]
+    assert runs["one"][0]["device"] == ["cpu:0"]
+    np.testing.assert_array_equal(runs["default"][1], runs["one"][1])
