@@ -40,21 +40,21 @@ from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import linear as L
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
-from e2d_jax.simulate import make_batched_rollout, seed_keys
+from e2d_jax.simulate import make_batched_rollout, run_keys
 
 SHAPES = {"exp1": (3, 10), "exp2": (30, 10)}
 
 
 def measure(agent, params, seeds, horizon, repeats):
     fn = make_batched_rollout(linear.ENVIRONMENT, agent, horizon, 100, seeds)
-    keys = seed_keys(0, np.arange(seeds))
+    keys = run_keys(0, np.arange(seeds))
     t0 = time.perf_counter()
-    compiled = fn.lower(keys, params).compile()
+    compiled = fn.lower(keys, params, {}).compile()
     compile_s = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(keys, params))
+        out = jax.block_until_ready(compiled(keys, params, {}))
         times.append(time.perf_counter() - t0)
     run_s = float(np.median(times))
     return dict(seeds=seeds, compile_s=compile_s, run_s=run_s, seed_rounds_per_s=seeds * horizon / run_s,

@@ -10,7 +10,7 @@ mean vectors in [0, 1]^K, f a random member, lam log-uniform on [0.1, 100]) solv
 * one at a time by ``scipy.optimize.linprog`` (HiGHS), the reference;
 
 and whole ac-DECs (eps^2 = log M / t, t log-uniform on [5, 1000]) by ``solve_acdec`` (the
-library default, certified 1e-3, and the agents' budget ``AGENT_CONFIG``), against the
+library default, certified 1e-3, and the agents' budget ``AGENT_SOLVER``), against the
 linprog reference over a 200-point lambda grid. Compile time is measured apart
 (``lower().compile()``); run times are medians of ``--repeats`` calls. Accuracy columns: the
 fraction of games whose certificate met the tolerance, and for the games the median / max
@@ -30,7 +30,7 @@ Typical printout (2-core AMD EPYC x86-64 CPU, jax 0.10.2, K=5, M=30, medians of 
     mirror-prox float64 (rtol 1e-4)            1000      0.77    1.3678         731  0.65  4.6e-05  1.9e-01
     ac-DEC: linprog over a 201-point lambda grid      1      0.00    0.2500           4  1.00  0.0e+00  0.0e+00
     ac-DEC default (certified 1e-3)             100      3.30    0.3244         308  0.76 -5.5e-04  8.8e-08
-    ac-DEC AGENT_CONFIG                         100      3.75    0.0495        2020  0.32 -4.9e-05  4.9e-03
+    ac-DEC AGENT_SOLVER                         100      3.75    0.0495        2020  0.32 -4.9e-05  4.9e-03
 
 ``med_err`` / ``max_err``: relative to max(|reference|, 1e-3); for the ac-DEC rows signed
 (negative: below linprog's grid minimum, which a grid of 201 lams overestimates). The float32
@@ -51,7 +51,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from e2d_jax.agents.finite import AGENT_CONFIG  # noqa: E402
+from e2d_jax.agents.finite import AGENT_SOLVER  # noqa: E402
 from e2d_jax.dec import finite as dec  # noqa: E402
 from e2d_jax.envs import finite  # noqa: E402
 
@@ -156,7 +156,7 @@ def main():
     rows.append({"solver": "ac-DEC: linprog over a 201-point lambda grid", "batch": 1, "compile_s": 0.0,
                  "run_s": lp_ac, "per_second": 1.0 / lp_ac, "ok": 1.0, "med_err": 0.0, "max_err": 0.0})
     print_row(rows[-1])
-    for label, config in (("ac-DEC default (certified 1e-3)", dec.SolverConfig()), ("ac-DEC AGENT_CONFIG", AGENT_CONFIG)):
+    for label, config in (("ac-DEC default (certified 1e-3)", dec.FiniteSolverConfig()), ("ac-DEC AGENT_SOLVER", AGENT_SOLVER)):
         for b in acdec_batches:
             fn = jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e, config))
             a = (jnp.asarray(gaps[:b]), jnp.asarray(info[:b]), jnp.asarray(eps2[:b]))

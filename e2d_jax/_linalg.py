@@ -1,4 +1,5 @@
-"""Small positive-definite solves, fast under ``vmap``.
+"""Small linear algebra shared by the solvers: positive-definite solves fast under ``vmap``,
+and the one numerical-rank rule of the library.
 
 XLA on CPU runs a batched LAPACK call once per matrix, which for the 3x3 systems of the
 paper's Experiment 1 costs about 0.7 us each; a Cholesky factorisation unrolled in Python over
@@ -11,8 +12,32 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 UNROLL_MAX_DIM = 12
+
+#: Relative tolerance of :func:`numerical_rank`, in units of the dtype's machine epsilon
+#: times the matrix size: eigenvalues below ``RANK_RTOL_ULPS * n * eps * max eigenvalue``
+#: count as zero (rounding noise of a sum of n x n Gram matrices).
+RANK_RTOL_ULPS = 100.0
+
+
+def rank_tolerance(max_eigenvalue, n: int, dtype):
+    """The threshold below which an eigenvalue of a symmetric PSD n x n matrix is zero."""
+    return max_eigenvalue * n * np.finfo(dtype).eps * RANK_RTOL_ULPS
+
+
+def numerical_rank(matrix) -> int:
+    """Rank of a concrete symmetric PSD matrix under :func:`rank_tolerance` (at least 1).
+
+    Used wherever a rank fixes a static shape (the observable span), so it is decided in
+    Python on concrete values, in float64, with the tolerance of the input's dtype.
+    """
+    arr = np.asarray(matrix)
+    ev = np.linalg.eigvalsh(arr.astype(np.float64))
+    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.float64
+    tol = rank_tolerance(max(float(ev.max()), 0.0), arr.shape[-1], dtype)
+    return max(1, int(np.sum(ev > tol)))
 
 
 def _pivot_floor(v):
@@ -40,6 +65,24 @@ def _cholesky_entries(v):
     return low
 
 
+def _substitute(low, rhs):
+    """Solves (L L^T) x = rhs with L given entry-wise (nested list), rhs (..., d, k)."""
+    d = len(low)
+    y = [None] * d
+    for i in range(d):
+        s = rhs[..., i, :]
+        for k in range(i):
+            s = s - low[i][k][..., None] * y[k]
+        y[i] = s / low[i][i][..., None]
+    x = [None] * d
+    for i in reversed(range(d)):
+        s = y[i]
+        for k in range(i + 1, d):
+            s = s - low[k][i][..., None] * x[k]
+        x[i] = s / low[i][i][..., None]
+    return jnp.stack(x, axis=-2)
+
+
 def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     """Solves ``v x = rhs`` for symmetric positive-definite ``v``.
 
@@ -62,20 +105,7 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
         shift = _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype)
         factor = jnp.linalg.cholesky(v + shift)
         return jax.scipy.linalg.cho_solve((factor, True), rhs)
-    low = _cholesky_entries(v)
-    y = [None] * d
-    for i in range(d):
-        s = rhs[..., i, :]
-        for k in range(i):
-            s = s - low[i][k][..., None] * y[k]
-        y[i] = s / low[i][i][..., None]
-    x = [None] * d
-    for i in reversed(range(d)):
-        s = y[i]
-        for k in range(i + 1, d):
-            s = s - low[k][i][..., None] * x[k]
-        x[i] = s / low[i][i][..., None]
-    return jnp.stack(x, axis=-2)
+    return _substitute(_cholesky_entries(v), rhs)
 
 
 def psd_cholesky(v: jax.Array) -> jax.Array:
@@ -87,3 +117,19 @@ def psd_cholesky(v: jax.Array) -> jax.Array:
     zero = jnp.zeros_like(v[..., 0, 0])
     rows = [jnp.stack([low[i][j] if j <= i else zero for j in range(d)], -1) for i in range(d)]
     return jnp.stack(rows, axis=-2)
+
+
+def cholesky_solve(low: jax.Array, rhs: jax.Array) -> jax.Array:
+    """Solves ``(L L^T) x = rhs`` for a lower factor ``low`` (d, d) from :func:`psd_cholesky`.
+
+    ``rhs`` is (d,) or (d, k); unrolled over d like :func:`psd_solve` (LAPACK above
+    ``UNROLL_MAX_DIM``).
+    """
+    d = low.shape[-1]
+    vector = rhs.ndim == low.ndim - 1
+    rhs2 = rhs[..., None] if vector else rhs
+    if d > UNROLL_MAX_DIM:
+        x = jax.scipy.linalg.cho_solve((low, True), rhs2)
+    else:
+        x = _substitute([[low[..., i, j] for j in range(d)] for i in range(d)], rhs2)
+    return x[..., 0] if vector else x

@@ -9,10 +9,21 @@ writes, under ``--out``:
   counts, non-finite round counts and the agent's diagnostics (written atomically as each
   agent finishes; an agent whose file already holds the same configuration is not re-run);
 * ``summary.json`` - per agent ``final_regret_mean``, ``final_regret_ci95`` [lo, hi],
-  ``seeds`` and timings, plus the configuration, library versions, device and wall time;
+  ``seeds``, the per-round solver statistics (fraction of rounds at the iteration budget,
+  median and 90th percentile of the per-seed certified relative gaps) and timings, plus the
+  configuration, library versions, device and wall time;
 * ``regret.png`` - mean cumulative regret with a 95% band per agent.
 
-Bad input exits with status 2 and a message naming the argument.
+Stored results are reused only when their configuration digest matches, and the digest
+covers the library's version and a hash of its source, so results of other code are redone.
+
+Exit status: 0 on success; 2 for bad input (a message naming the argument); 3 when a run
+finished but some seeds had non-finite decisions: those seeds are *invalid*, left out of the
+means (``seeds_invalid`` in ``summary.json``) and reported on stderr.
+
+Compiled rollouts are cached on disk (JAX's persistent compilation cache, in
+``$E2D_JAX_CACHE_DIR`` or ``~/.cache/e2d_jax/jax``), so a repeated command does not compile
+again.
 """
 from __future__ import annotations
 
@@ -101,6 +112,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _source_digest() -> str:
+    """A hash of the library's source files (part of the result digests)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _enable_compilation_cache() -> None:
+    import jax
+
+    path = os.environ.get("E2D_JAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "e2d_jax", "jax")
+    try:
+        os.makedirs(path, exist_ok=True)
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    except OSError:
+        pass  # an unwritable home only costs the cache
+
+
+def summarise_agent(data: dict, horizon: int) -> dict:
+    """The ``summary.json`` entry of one agent from its stored arrays (valid seeds only)."""
+    from e2d_jax.plotting import mean_ci95
+    from e2d_jax.simulate import SolverStats, solver_summary
+
+    final = np.asarray(data["regret"])[:, -1]
+    valid = np.asarray(data["nonfinite_rounds"]) == 0
+    mean, half = mean_ci95(final[valid]) if valid.any() else (np.nan, np.nan)
+    stats = solver_summary(SolverStats(data["solver_status_counts"], data["solver_gap_hist"]))
+    rounds = np.asarray(data["solver_status_counts"]).sum(-1)
+    run_s = float(data["run_seconds"])
+    with np.errstate(all="ignore"):
+        solver = {
+            "rounds_at_max_iter_fraction": float(stats["max_iter_rounds"].sum() / max(rounds.sum(), 1)),
+            "rel_gap_median_over_seeds": float(np.nanmedian(stats["rel_gap_median"])) if np.isfinite(stats["rel_gap_median"]).any() else None,
+            "rel_gap_p90_median_over_seeds": float(np.nanmedian(stats["rel_gap_p90"])) if np.isfinite(stats["rel_gap_p90"]).any() else None,
+            "rel_gap_p90_max_over_seeds": float(np.nanmax(stats["rel_gap_p90"])) if np.isfinite(stats["rel_gap_p90"]).any() else None,
+        }
+    return {
+        "final_regret_mean": float(mean),
+        "final_regret_ci95": [float(mean - half), float(mean + half)],
+        "final_regret_std": float(final[valid].std(ddof=1)) if valid.sum() > 1 else 0.0,
+        "seeds": int(valid.sum()),
+        "seeds_invalid": int((~valid).sum()),
+        "seeds_with_nonfinite_rounds": int((~valid).sum()),
+        "solver": solver,
+        "compile_seconds": float(data["compile_seconds"]),
+        "run_seconds": run_s,
+        "seed_rounds_per_second": float(final.size * horizon / run_s) if run_s > 0 else None,
+    }
+
+
 def _versions():
     import jax
     import jaxlib
@@ -132,8 +197,10 @@ def _run(args, parser) -> int:
     import jax
 
     from e2d_jax import registry
-    from e2d_jax.plotting import mean_ci95, plot_regret
+    from e2d_jax.plotting import plot_regret
     from e2d_jax.simulate import simulate
+
+    _enable_compilation_cache()
 
     options = {flag.lstrip("-").replace("-", "_"): getattr(args, flag.lstrip("-").replace("-", "_"))
                for flag, _ in registry.AGENT_FLAGS}
@@ -152,6 +219,10 @@ def _run(args, parser) -> int:
             raise ValueError("--agents: give at least one agent")
         specs = [registry.parse_agent(a, args.horizon, options) for a in names]
         family = registry.ENV_FAMILY[args.env]
+        if family == "finite" and args.d is not None:
+            raise ValueError(f"--d does not apply to the finite environment {args.env!r} (its size is --arms and --models)")
+        if family == "linear" and args.models is not None:
+            raise ValueError(f"--models does not apply to the linear environment {args.env!r}")
         for s in specs:
             if family not in registry.AGENT_FAMILIES[s.name]:
                 raise ValueError(f"--agents: {s.name} does not run on {family} environment {args.env!r}")
@@ -178,6 +249,7 @@ def _run(args, parser) -> int:
         "instance_seed": args.instance_seed, "horizon": args.horizon, "seeds": args.seeds,
         "seed": args.seed, "record_every": record_every, "x64": bool(args.x64),
         "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()},
+        "e2d_jax_version": _versions()["e2d_jax"], "e2d_jax_source": _source_digest(),
     }
     means = np.asarray(env.mean_rewards(params))
     instance = {"mean_rewards": means.tolist(), "best_action": int(means.argmax()), "num_actions": int(means.size)}
@@ -185,6 +257,7 @@ def _run(args, parser) -> int:
         instance["theta"] = np.asarray(params.theta).tolist()
     t_start = time.perf_counter()
     summary_agents, curves = {}, {}
+    invalid = {}
     for spec, agent in agents:
         agent_config = dict(config, agent=spec.label)
         digest = hashlib.sha256(json.dumps(agent_config, sort_keys=True).encode()).hexdigest()[:16]
@@ -192,7 +265,7 @@ def _run(args, parser) -> int:
         data = None
         if path.exists() and not args.force:
             with np.load(path) as z:
-                if str(z["config_digest"]) == digest:
+                if "config_digest" in z.files and str(z["config_digest"]) == digest:
                     data = {k: z[k] for k in z.files}
                     print(f"[{spec.label}] reusing {path}", flush=True)
         if data is None:
@@ -203,6 +276,7 @@ def _run(args, parser) -> int:
             data = {
                 "regret": res.regret, "rounds": sim.rounds, "action_counts": res.action_counts,
                 "nonfinite_rounds": res.nonfinite_rounds, "seed_indices": sim.seed_indices,
+                "solver_status_counts": res.solver.status_counts, "solver_gap_hist": res.solver.gap_hist,
                 "compile_seconds": np.float64(sim.compile_seconds),
                 "run_seconds": np.float64(sim.run_seconds),
                 "config_digest": np.str_(digest), "config_json": np.str_(json.dumps(agent_config)),
@@ -210,23 +284,16 @@ def _run(args, parser) -> int:
             for field, value in res.info._asdict().items():
                 data[f"info_{field}"] = np.asarray(value)
             _atomic_write(path, lambda tmp: np.savez(open(tmp, "wb"), **data))
-        final = np.asarray(data["regret"])[:, -1]
-        mean, half = mean_ci95(final)
-        run_s = float(data["run_seconds"])
-        summary_agents[spec.label] = {
-            "final_regret_mean": float(mean),
-            "final_regret_ci95": [float(mean - half), float(mean + half)],
-            "final_regret_std": float(final.std(ddof=1)) if final.size > 1 else 0.0,
-            "seeds": int(final.size),
-            "seeds_with_nonfinite_rounds": int(np.sum(data["nonfinite_rounds"] > 0)),
-            "compile_seconds": float(data["compile_seconds"]),
-            "run_seconds": run_s,
-            "seed_rounds_per_second": float(final.size * args.horizon / run_s) if run_s > 0 else None,
-            "results_file": path.name,
-        }
-        curves[spec.label] = (np.asarray(data["rounds"]), np.asarray(data["regret"]))
-        print(f"[{spec.label}] final regret {mean:.2f} (95% CI +-{half:.2f}), "
-              f"{summary_agents[spec.label]['seed_rounds_per_second'] or 0:.0f} seed-rounds/s", flush=True)
+        entry = summarise_agent(data, args.horizon)
+        entry["results_file"] = path.name
+        summary_agents[spec.label] = entry
+        valid = np.asarray(data["nonfinite_rounds"]) == 0
+        curves[spec.label] = (np.asarray(data["rounds"]), np.asarray(data["regret"])[valid])
+        if entry["seeds_invalid"]:
+            invalid[spec.label] = entry["seeds_invalid"]
+        mean, (lo, hi) = entry["final_regret_mean"], entry["final_regret_ci95"]
+        print(f"[{spec.label}] final regret {mean:.2f} (95% CI +-{(hi - lo) / 2:.2f}) over {entry['seeds']} valid seeds, "
+              f"{entry['seed_rounds_per_second'] or 0:.0f} seed-rounds/s", flush=True)
 
     summary = {
         "config": config,
@@ -243,6 +310,11 @@ def _run(args, parser) -> int:
     title = f"{args.env}, {dims}K={len(means)}, n={args.horizon}, {args.seeds} seeds"
     _atomic_write(out / "regret.png", lambda tmp: plot_regret(curves, tmp, title=title))
     print(f"wrote {out / 'summary.json'} and {out / 'regret.png'}", flush=True)
+    if invalid:
+        detail = ", ".join(f"{k}: {v} of {args.seeds}" for k, v in invalid.items())
+        print(f"e2d-jax: INVALID SEEDS: non-finite decisions in {detail}; these seeds are left out of the "
+              "means (summary.json 'seeds_invalid'). Exit status 3.", file=sys.stderr, flush=True)
+        return 3
     return 0
 
 

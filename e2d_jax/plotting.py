@@ -35,7 +35,7 @@ def plot_regret(curves: dict, path=None, *, title: str | None = None):
     ax = fig.subplots()
     for label, (rounds, regret) in curves.items():
         mean, half = mean_ci95(regret)
-        (line,) = ax.plot(rounds, mean, label=f"{label} (n={regret.shape[0]})")
+        (line,) = ax.plot(rounds, mean, label=f"{label} ({regret.shape[0]} seeds)")
         ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative pseudo-regret")

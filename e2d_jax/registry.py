@@ -1,16 +1,23 @@
-"""Names the command line (and notebooks) use for environments and agents.
+"""Names the command line, the experiment layer and notebooks use for environments and agents.
 
 An environment entry builds ``(Environment, params)`` from an :class:`EnvSpec`; an agent
-entry builds an :class:`~e2d_jax.types.Agent` from an :class:`AgentSpec`. Agent names may
-carry one parameter after ``@`` (e.g. ``e2d@500``: fixed-horizon E2D tuned for n = 500).
-Later modules add entries with :func:`register_env` / :func:`register_agent`.
+entry builds an :class:`~e2d_jax.types.Agent` from an :class:`AgentSpec` and the model class
+it will run on. Every agent name works for both model families where the algorithm exists
+(the factory dispatches on the model), so one ``--agents`` list serves every environment.
+Agent names may carry one parameter after ``@`` (e.g. ``e2d@500``: fixed-horizon E2D tuned
+for n = 500; ``anytime-e2d@track+mixture`` on finite classes).
+
+Environments (instance drawn from ``e2d_jax.simulate.instance_key(instance_seed)``):
+
+* linear: ``semi-bandit`` (the paper's experiments; d=3, K=10), ``linear-bandit``, ``mab``;
+* finite classes: ``finite-mab`` (K=5, M=30 random mean vectors), ``finite-revealing``
+  (K=10, M=30, an informative costly action at gain 3), ``finite-revealing-plain`` (gain 1),
+  ``finite-bernoulli`` (K=5, M=30).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable
-
-import jax
 
 from e2d_jax.types import Agent, Environment
 
@@ -35,7 +42,7 @@ class AgentSpec:
     name: str  # registry name, e.g. "e2d"
     param: str | None  # the part after "@", if any
     horizon: int  # the run's horizon n
-    options: dict = dataclasses.field(default_factory=dict)  # --solver, --fw-steps, ...
+    options: dict = dataclasses.field(default_factory=dict)  # --solver, --divergence, ...
 
     @property
     def label(self) -> str:
@@ -44,20 +51,26 @@ class AgentSpec:
 
 ENVIRONMENTS: dict[str, tuple[Callable[[EnvSpec], tuple[Environment, object]], str]] = {}
 AGENTS: dict[str, tuple[Callable[[AgentSpec, object], Agent], str]] = {}
-# Which environment family (``"linear"`` or ``"finite"``) each name belongs to.
+# Which environment family (``"linear"`` or ``"finite"``) each name belongs to, and which
+# families an agent name runs on.
 ENV_FAMILY: dict[str, str] = {}
 AGENT_FAMILIES: dict[str, tuple[str, ...]] = {}
+# Which of the flags below apply to which family (a flag given for the other family is an
+# error, never silently ignored).
+FLAG_FAMILIES = {"solver": ("linear",), "solver_iters": ("linear",), "divergence": ("linear",),
+                 "gaps": ("linear", "finite")}
 # Extra ``e2d-jax run`` flags that agent factories read from ``AgentSpec.options``
 # (the option key is the flag without dashes, with '-' as '_').
 AGENT_FLAGS: list[tuple[str, dict]] = [
     ("--solver", dict(choices=["saddle", "fw-grid", "saddle-grid", "paper"], default=None,
-                      help="DEC solver of the E2D agents: saddle (exact form, default), fw-grid "
-                           "(Frank-Wolfe on a lambda grid), saddle-grid, or paper (100 FW steps, "
+                      help="DEC solver of the E2D agents on linear models: saddle (exact form, default), "
+                           "fw-grid (Frank-Wolfe on a lambda grid), saddle-grid, or paper (100 FW steps, "
                            "50-point grid)")),
-    ("--solver-iters", dict(type=int, default=None, help="per-round solver iteration budget")),
+    ("--solver-iters", dict(type=int, default=None, help="per-round solver iteration budget (linear models)")),
     ("--divergence", dict(choices=["kl", "squared"], default=None,
-                          help="E2D divergence: Gaussian KL (default, paper's experiments) or ||M(g-f)||^2")),
-    ("--gaps", dict(choices=["delta_f", "delta"], default=None, help="E2D gaps (default delta_f)")),
+                          help="E2D divergence on linear models: Gaussian KL (default, the paper's text) or "
+                               "||M(g-f)||^2 (the authors' implementation)")),
+    ("--gaps", dict(choices=["delta_f", "delta"], default=None, help="E2D gaps (default delta_f, both families)")),
 ]
 
 
@@ -93,48 +106,96 @@ def build_env(spec: EnvSpec):
     return ENVIRONMENTS[spec.name][0](spec)
 
 
+def check_options(spec: AgentSpec, family: str) -> None:
+    """Refuses flags that do not apply to the model family (never ignores them silently)."""
+    for key, value in spec.options.items():
+        if value is None or key not in FLAG_FAMILIES:
+            continue
+        if family not in FLAG_FAMILIES[key]:
+            raise ValueError(f"--{key.replace('_', '-')} applies to {' and '.join(FLAG_FAMILIES[key])} models "
+                             f"only; the environment is a {family} model class")
+
+
 def build_agent(spec: AgentSpec, model) -> Agent:
+    from e2d_jax.agents.family import family_of
+
+    family = family_of(model)
+    if family not in AGENT_FAMILIES[spec.name]:
+        raise ValueError(f"--agents: {spec.name} does not run on {family} models "
+                         f"(it runs on {', '.join(AGENT_FAMILIES[spec.name])})")
+    check_options(spec, family)
     return AGENTS[spec.name][0](spec, model)
 
 
-# --- linear environments and the baselines (issue: foundation) -------------------------
+# --- environments ----------------------------------------------------------------------
 
 
-def _linear_env(builder):
-    def build(spec: EnvSpec):
-        from e2d_jax.envs import linear
+def _key(spec: EnvSpec):
+    from e2d_jax.simulate import instance_key
 
-        key = jax.random.key(spec.instance_seed)
-        return linear.ENVIRONMENT, builder(key, spec)
-
-    return build
+    return instance_key(spec.instance_seed)
 
 
-@register_env("semi-bandit", "linear", "linear semi-bandit with one revealing action (paper's experiments)")
+@register_env("semi-bandit", "linear", "linear semi-bandit with one revealing action (paper's experiments; d=3, K=10)")
 def _semi_bandit(spec):
     from e2d_jax.envs import linear
 
-    return _linear_env(
-        lambda key, s: linear.semi_bandit(key, s.d or 3, s.arms or 10, sigma=s.sigma, dtype=s.dtype)
-    )(spec)
+    return linear.ENVIRONMENT, linear.semi_bandit(_key(spec), spec.d or 3, spec.arms or 10, sigma=spec.sigma,
+                                                  dtype=spec.dtype)
 
 
-@register_env("linear-bandit", "linear", "plain linear bandit, M_pi = phi_pi^T")
+@register_env("linear-bandit", "linear", "plain linear bandit, M_pi = phi_pi^T (d=3, K=10)")
 def _linear_bandit(spec):
     from e2d_jax.envs import linear
 
-    return _linear_env(
-        lambda key, s: linear.linear_bandit(key, s.d or 3, s.arms or 10, sigma=s.sigma, dtype=s.dtype)
-    )(spec)
+    return linear.ENVIRONMENT, linear.linear_bandit(_key(spec), spec.d or 3, spec.arms or 10, sigma=spec.sigma,
+                                                    dtype=spec.dtype)
 
 
-@register_env("mab", "linear", "K-armed Gaussian bandit as a linear bandit (phi_pi = e_pi)")
+@register_env("mab", "linear", "K-armed Gaussian bandit as a linear bandit (phi_pi = e_pi; K=10)")
 def _mab(spec):
     from e2d_jax.envs import linear
 
-    return _linear_env(
-        lambda key, s: linear.multi_armed_bandit(key, s.arms or 10, sigma=s.sigma, dtype=s.dtype)
-    )(spec)
+    return linear.ENVIRONMENT, linear.multi_armed_bandit(_key(spec), spec.arms or 10, sigma=spec.sigma,
+                                                         dtype=spec.dtype)
+
+
+@register_env("finite-mab", "finite", "K-armed Gaussian bandit with M random mean vectors (finite class; K=5, M=30)")
+def _finite_mab(spec: EnvSpec):
+    from e2d_jax.envs import finite
+
+    return finite.ENVIRONMENT, finite.multi_armed_bandit_class(_key(spec), spec.arms or 5, spec.models or 30,
+                                                               sigma=spec.sigma, dtype=spec.dtype)
+
+
+@register_env("finite-revealing", "finite",
+              "finite class with an informative but costly revealing action, gain 3 (K=10, M=30)")
+def _finite_revealing(spec: EnvSpec):
+    from e2d_jax.envs import finite
+
+    return finite.ENVIRONMENT, finite.revealing_class(_key(spec), spec.arms or 10, spec.models or 30,
+                                                      sigma=spec.sigma, gain=3.0, dtype=spec.dtype)
+
+
+@register_env("finite-revealing-plain", "finite", "finite class with the paper's revealing action, gain 1 (K=10, M=30)")
+def _finite_revealing_plain(spec: EnvSpec):
+    from e2d_jax.envs import finite
+
+    return finite.ENVIRONMENT, finite.revealing_class(_key(spec), spec.arms or 10, spec.models or 30,
+                                                      sigma=spec.sigma, gain=1.0, dtype=spec.dtype)
+
+
+@register_env("finite-bernoulli", "finite", "K-armed Bernoulli bandit with M random probability vectors (K=5, M=30)")
+def _finite_bernoulli(spec: EnvSpec):
+    from e2d_jax.envs import finite
+
+    if spec.sigma != 1.0:
+        raise ValueError("--sigma does not apply to finite-bernoulli (Bernoulli observations have no noise scale)")
+    return finite.ENVIRONMENT, finite.bernoulli_bandit_class(_key(spec), spec.arms or 5, spec.models or 30,
+                                                             dtype=spec.dtype)
+
+
+# --- agents ------------------------------------------------------------------------------
 
 
 def _no_param(spec: AgentSpec):
@@ -142,28 +203,7 @@ def _no_param(spec: AgentSpec):
         raise ValueError(f"--agents: {spec.name} takes no '@' parameter, got {spec.label!r}")
 
 
-@register_agent("ucb", ("linear",), "OFUL / LinUCB on all observations")
-def _ucb(spec, model):
-    from e2d_jax.agents.ucb import ucb
-
-    _no_param(spec)
-    return ucb()
-
-
-@register_agent("ts", ("linear",), "Thompson sampling with the ridge Gaussian posterior")
-def _ts(spec, model):
-    from e2d_jax.agents.ts import thompson_sampling
-
-    _no_param(spec)
-    return thompson_sampling()
-
-
-# --- E2D agents on linear models (issue: the linear DEC) -------------------------------
-
-
 def _linear_solver(options):
-    import dataclasses
-
     from e2d_jax.agents.e2d import AGENT_SOLVER
     from e2d_jax.dec.linear import PAPER_BUDGET
 
@@ -183,25 +223,48 @@ def _linear_solver(options):
     return cfg
 
 
-def _e2d_common(options):
-    return dict(solver=_linear_solver(options), divergence=options.get("divergence") or "kl",
-                gaps=options.get("gaps") or "delta_f")
+def _e2d_kwargs(spec: AgentSpec, family: str) -> dict:
+    opts = spec.options
+    kwargs = {"gaps": opts.get("gaps") or "delta_f"}
+    if family == "linear":
+        kwargs.update(solver=_linear_solver(opts), divergence=opts.get("divergence") or "kl")
+        if kwargs["gaps"] == "delta" and kwargs["solver"].solver == "saddle":
+            raise ValueError("--gaps delta needs --solver fw-grid, saddle-grid or paper")
+    return kwargs
 
 
-@register_agent("anytime-e2d", ("linear",), "Anytime-E2D (Algorithm 1), eps_t^2 = d/t, ridge estimates")
+_ANYTIME_OPTIONS = {
+    "delta": ("gaps", "delta"), "delta_f": ("gaps", "delta_f"),
+    "sample": ("estimate", "sample"), "mixture": ("estimate", "mixture"),
+    "track": ("lam_search", "track"), "global": ("lam_search", "global"),
+}
+
+
+@register_agent("anytime-e2d", ("linear", "finite"),
+                "Anytime-E2D (Algorithm 1): eps_t^2 = d/t with ridge on linear models, log|M|/t with EWA on "
+                "finite classes (finite: @delta, @mixture, @track joined by '+')")
 def _anytime(spec, model):
-    from e2d_jax.agents.e2d import anytime_e2d
+    from e2d_jax.agents.family import anytime_e2d, family_of
 
-    _no_param(spec)
-    kw = _e2d_common(spec.options)
-    if kw["gaps"] == "delta" and kw["solver"].solver == "saddle":
-        raise ValueError("--gaps delta needs --solver fw-grid, saddle-grid or paper")
-    return anytime_e2d(**kw)
+    family = family_of(model)
+    kwargs = _e2d_kwargs(spec, family)
+    if spec.param:
+        if family == "linear":
+            raise ValueError(f"--agents: {spec.label}: anytime-e2d takes '@' options on finite classes only")
+        for token in spec.param.split("+"):
+            if token not in _ANYTIME_OPTIONS:
+                raise ValueError(f"--agents: {spec.label}: unknown option {token!r} "
+                                 f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
+            field, value = _ANYTIME_OPTIONS[token]
+            kwargs[field] = value
+    return anytime_e2d(**kwargs)
 
 
-@register_agent("e2d", ("linear",), "fixed-horizon E2D, lambda = sqrt(n/(4 log n)); e2d@N tunes for horizon N")
+@register_agent("e2d", ("linear", "finite"),
+                "fixed-horizon E2D tuned for the run's horizon; e2d@N tunes for horizon N (linear: "
+                "lambda = sqrt(N/(4 log N)); finite: the regret-bound minimiser)")
 def _e2d(spec, model):
-    from e2d_jax.agents.e2d import fixed_horizon_e2d
+    from e2d_jax.agents.family import family_of, fixed_horizon_e2d
 
     n = spec.horizon
     if spec.param is not None:
@@ -211,5 +274,32 @@ def _e2d(spec, model):
             raise ValueError(f"--agents: e2d@N needs an integer horizon N >= 2, got {spec.label!r}") from None
     if n < 2:
         raise ValueError(f"--agents: e2d needs a tuning horizon >= 2, got {n}")
-    return fixed_horizon_e2d(horizon=n, **_e2d_common(spec.options))
-from e2d_jax import finite_registry  # noqa: E402,F401
+    return fixed_horizon_e2d(horizon=n, **_e2d_kwargs(spec, family_of(model)))
+
+
+@register_agent("ucb", ("linear", "finite"),
+                "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view)")
+def _ucb(spec, model):
+    from e2d_jax.agents.ucb import as_linear, ucb
+
+    _no_param(spec)
+    as_linear(model, "ucb")
+    return ucb()
+
+
+@register_agent("ts", ("linear", "finite"), "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")
+def _ts(spec, model):
+    from e2d_jax.agents.ts import thompson_sampling
+    from e2d_jax.agents.ucb import as_linear
+
+    _no_param(spec)
+    as_linear(model, "ts")
+    return thompson_sampling()
+
+
+@register_agent("ts-finite", ("finite",), "Thompson sampling on the finite class (EWA posterior, eta = 1)")
+def _posterior_sampling(spec, model):
+    from e2d_jax.agents.finite import posterior_sampling
+
+    _no_param(spec)
+    return posterior_sampling()

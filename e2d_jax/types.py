@@ -31,6 +31,7 @@ STATUS_OK = 0  # converged: certified gap within tolerance
 STATUS_MAX_ITER = 1  # iteration budget used up before the tolerance was met (answer still valid)
 STATUS_NONFINITE = 2  # a non-finite value appeared; the answer must not be trusted
 STATUS_NAMES = {STATUS_OK: "ok", STATUS_MAX_ITER: "max_iter", STATUS_NONFINITE: "nonfinite"}
+NUM_STATUS = len(STATUS_NAMES)
 
 
 class Environment(NamedTuple):
@@ -68,6 +69,24 @@ class ActInfo(NamedTuple):
     """Per-round diagnostics of agents that solve no optimisation problem."""
 
     status: jax.Array  # () int32, a STATUS_* code
+
+
+class E2DInfo(NamedTuple):
+    """Per-round diagnostics of the E2D agents of both model families (one convention).
+
+    ``value`` and ``gap`` are in units of regret (the DEC value does not depend on how the
+    divergence is scaled: rescaling I by s rescales eps^2 and 1/lambda by s and leaves the
+    program's value unchanged); ``lam`` and ``eps2`` are in the agent's own divergence
+    convention (the Gaussian KL by default; ``divergence="squared"`` for ||M (g - f)||^2 on
+    linear models).
+    """
+
+    status: jax.Array  # () int32 STATUS_* of the round's DEC solve
+    value: jax.Array  # () float, the DEC value at (lam, mu_t), regret units
+    lam: jax.Array  # () float, the lambda of the round (agent's convention)
+    gap: jax.Array  # () float, the solve's certified duality gap, regret units
+    iterations: jax.Array  # () int32 solver iterations this round
+    eps2: jax.Array  # () float, eps_t^2 (agent's convention; 0 for fixed-horizon E2D)
 
 
 class DecResult(NamedTuple):

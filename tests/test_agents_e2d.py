@@ -4,12 +4,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d, tuned_lambda
+from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d, tune_lambda
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import linear as L
 from e2d_jax.envs import linear
-from e2d_jax.simulate import rollout, seed_keys, simulate
+from e2d_jax.simulate import rollout, run_keys, simulate
 
 EXP1 = linear.semi_bandit(jax.random.key(0), 3, 10, dtype=jnp.float32)
 
@@ -32,7 +32,7 @@ def test_1000_seeds_2000_rounds_all_finite(make):
 def test_agent_follows_the_dec_solution():
     """In the first round (f_hat = 0, eps^2 = 2 d) the agent's mu is the DEC's solution."""
     params = linear.semi_bandit(jax.random.key(3), 3, 6, dtype=jnp.float64)
-    agent = anytime_e2d(solver=L.SolverConfig(maxiter=4000, check_every=25, rtol=1e-6))
+    agent = anytime_e2d(solver=L.LinearSolverConfig(maxiter=4000, check_every=25, rtol=1e-6))
     model = params.model
     state = agent.init(jax.random.key(0), model)
     _, state, info = agent.act(jax.random.key(1), state, model)
@@ -47,7 +47,7 @@ def test_divergence_conversion():
     """KL with eps_t^2 equals the squared-norm convention with 2 sigma^2 eps_t^2, step by step."""
     params = linear.semi_bandit(jax.random.key(4), 3, 5, sigma=0.5, dtype=jnp.float64)
     kl = anytime_e2d(divergence="kl")
-    sq = anytime_e2d(divergence="squared", eps2_schedule=lambda t, d: 2 * 0.25 * d / t)
+    sq = anytime_e2d(divergence="squared", eps2_schedule=lambda t: 2 * 0.25 * 3 / t)
     run = lambda a: jax.jit(lambda k: rollout(k, params, linear.ENVIRONMENT, a, 40, 1))(jax.random.key(0))
     a, b = run(kl), run(sq)
     np.testing.assert_array_equal(a.action_counts, b.action_counts)
@@ -58,10 +58,10 @@ def test_divergence_conversion():
     np.testing.assert_array_equal(run(e2d_kl).action_counts, run(e2d_sq).action_counts)
 
 
-def test_tuned_lambda():
-    assert tuned_lambda(2000) == pytest.approx(np.sqrt(2000 / (4 * np.log(2000))))
+def test_tune_lambda():
+    assert tune_lambda(2000) == pytest.approx(np.sqrt(2000 / (4 * np.log(2000))))
     with pytest.raises(ValueError, match="horizon"):
-        tuned_lambda(1)
+        tune_lambda(1)
 
 
 @pytest.mark.parametrize("call, name", [
@@ -83,9 +83,9 @@ AGENTS = {
     "ts": thompson_sampling,
     "anytime-e2d": anytime_e2d,
     "e2d": lambda: fixed_horizon_e2d(horizon=50),
-    "anytime-e2d-delta": lambda: anytime_e2d(gaps="delta", solver=L.SolverConfig(
+    "anytime-e2d-delta": lambda: anytime_e2d(gaps="delta", solver=L.LinearSolverConfig(
         solver="saddle-grid", maxiter=20, check_every=20, lam_grid=8, lam_refine=4, lam_rounds=1)),
-    "anytime-e2d-paper": lambda: anytime_e2d(solver=L.SolverConfig(
+    "anytime-e2d-paper": lambda: anytime_e2d(solver=L.LinearSolverConfig(
         solver="fw-grid", maxiter=20, check_every=20, rtol=0.0, lam_grid=8, lam_refine=1, lam_rounds=0)),
 }
 ENVS = {
@@ -107,7 +107,7 @@ def test_conformance(agent_name, env_name):
     params = ENVS[env_name](jnp.float32)
     agent = AGENTS[agent_name]()
     run = jax.jit(jax.vmap(lambda k: rollout(k, params, linear.ENVIRONMENT, agent, 30, 10)))
-    keys = seed_keys(0, np.arange(3))
+    keys = run_keys(0, np.arange(3))
     a, b = run(keys), run(keys)
     assert a.regret.shape == (3, 3) and a.regret.dtype == jnp.float32
     assert a.action_counts.dtype == jnp.int32 and a.action_counts.sum() == 90

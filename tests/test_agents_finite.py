@@ -14,6 +14,7 @@ from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import finite as dec
 from e2d_jax.envs import finite
+from e2d_jax.estimators import ewa
 from e2d_jax.simulate import rollout
 from e2d_jax.types import STATUS_NONFINITE
 from reference import acdec_lp_grid, bayes_posterior, constrained_objective_lp, finite_gaps, game_value_lp
@@ -28,10 +29,10 @@ ENVS = {
 AGENTS = {
     "anytime-e2d": lambda m: agents.anytime_e2d(gaps="delta_f"),
     "anytime-e2d-track-mixture": lambda m: agents.anytime_e2d(lam_search="track", estimate="mixture"),
-    "e2d": lambda m: agents.e2d(lam=3.0),
+    "e2d": lambda m: agents.fixed_horizon_e2d(lam=3.0),
     "ts-finite": lambda m: agents.posterior_sampling(),
-    "ucb-view": lambda m: agents.linear_view(ucb(radius=agents.reward_radius(m))),
-    "ts-view": lambda m: agents.linear_view(thompson_sampling()),
+    "ucb-view": lambda m: ucb(),
+    "ts-view": lambda m: thompson_sampling(),
 }
 
 # Every agent on one class at least (E2D on the grid class, the others on the revealing
@@ -68,7 +69,7 @@ def test_anytime_e2d_step_by_step_against_references():
     certified 1e-3 configuration)."""
     params = finite.multi_armed_bandit_class(jax.random.key(3), 3, 6, sigma=0.5, true_model=2)
     model = params.model
-    agent = agents.anytime_e2d(lam_search="global", config=dec.SolverConfig())
+    agent = agents.anytime_e2d(lam_search="global", solver=dec.FiniteSolverConfig())
     act, update = jax.jit(agent.act), jax.jit(agent.update)
     observe = jax.jit(finite.observe)
     key_init, key_rounds = jax.random.split(jax.random.key(4))
@@ -81,8 +82,9 @@ def test_anytime_e2d_step_by_step_against_references():
         posterior = np.asarray(ewa_posterior(state))
         ref_post = bayes_posterior(np.array(logd)) if logd else np.full(6, 1 / 6)
         np.testing.assert_allclose(posterior, ref_post, rtol=1e-9, atol=1e-12)
+        # The model the agent samples as f_hat_t (Algorithm 2): its first subkey.
+        f = int(ewa.sample(jax.random.split(key_act)[0], state.ewa))
         action, state, info = act(key_act, state, model)
-        f = int(info.estimate)
         gaps = finite_gaps(rewards)
         kl = (means.T - means[f][:, None]) ** 2 / (2 * 0.25)
         eps2 = math.log(6) / t
@@ -131,7 +133,9 @@ def test_mixture_estimate_adds_the_reference_model():
     (lambda: agents.anytime_e2d(eta=0.0), "eta"),
     (lambda: agents.anytime_e2d(eps2_scale=-1.0), "eps2_scale"),
     (lambda: agents.anytime_e2d(lam_search="local"), "lam_search"),
-    (lambda: agents.e2d(lam=-1.0), "lam"),
+    (lambda: agents.fixed_horizon_e2d(lam=-1.0), "lam"),
+    (lambda: agents.fixed_horizon_e2d(), "horizon"),
+    (lambda: agents.anytime_e2d(solver=__import__("e2d_jax").AGENT_SOLVER), "FiniteSolverConfig"),
     (lambda: agents.posterior_sampling(eta=-1.0), "eta"),
 ])
 def test_bad_hyperparameters(call, needle):
@@ -139,9 +143,9 @@ def test_bad_hyperparameters(call, needle):
         call()
 
 
-def test_linear_view_requires_a_linear_class():
+def test_linear_agents_need_a_linear_view():
     params = finite.bernoulli_bandit_class(jax.random.key(0), 3, 4)
-    agent = agents.linear_view(ucb())
+    agent = ucb()
     with pytest.raises(ValueError, match="linear view"):
         agent.init(jax.random.key(0), params.model)
 
@@ -170,7 +174,8 @@ def test_cli_runs_every_finite_agent(tmp_path):
     (["--env", "finite-mab", "--agents", "anytime-e2d@fast"], "unknown option"),
     (["--env", "finite-mab", "--agents", "e2d@abc"], "horizon"),
     (["--env", "finite-mab", "--agents", "ts-finite@2"], "no '@' parameter"),
-    (["--env", "finite-mab", "--agents", "anytime-e2d", "--divergence", "squared"], "KL"),
+    (["--env", "finite-mab", "--agents", "anytime-e2d", "--divergence", "squared"], "--divergence"),
+    (["--env", "finite-mab", "--agents", "anytime-e2d", "--d", "3"], "--d"),
     (["--env", "finite-mab", "--agents", "anytime-e2d", "--solver", "fw-grid"], "--solver"),
     (["--env", "finite-revealing", "--arms", "2"], "num_actions"),
     (["--env", "semi-bandit", "--agents", "ts-finite"], "ts-finite"),
@@ -189,11 +194,8 @@ def test_e2d_beats_ucb_and_ts_on_the_revealing_class():
     from e2d_jax.simulate import simulate
 
     params = finite.revealing_class(jax.random.key(0), 10, 30, gain=3.0, dtype=jnp.float32)
-    m = params.model
     runs = {}
-    for name, agent in [("e2d", agents.anytime_e2d(lam_search="track")),
-                        ("ucb", agents.linear_view(ucb(radius=agents.reward_radius(m)))),
-                        ("ts", agents.linear_view(thompson_sampling()))]:
+    for name, agent in [("e2d", agents.anytime_e2d(lam_search="track")), ("ucb", ucb()), ("ts", thompson_sampling())]:
         sim = simulate(finite.ENVIRONMENT, params, agent, horizon=1000, num_seeds=200, record_every=100)
         runs[name] = sim.result
     final = {k: np.asarray(v.regret[:, -1]) for k, v in runs.items()}

@@ -169,7 +169,7 @@ def test_vmap_jit_and_single_trace():
 
 def test_lambda_range_contains_minimiser():
     feats, grams, f_hat = _instance("semi", 3, 10, 0)
-    span = envs.observable_span(feats, grams)
+    span = L.observable_span(feats, grams)
     r = span.features @ (f_hat @ span.basis)
     for eps2 in (3 / 5, 3 / 2000):
         _, lam_ref, _ = linear_acdec_reference(feats, grams, f_hat, eps2)

@@ -6,7 +6,7 @@ import pytest
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
-from e2d_jax.simulate import record_rounds, rollout, seed_keys, simulate
+from e2d_jax.simulate import record_rounds, rollout, run_keys, simulate
 
 PARAMS = linear.semi_bandit(jax.random.key(0), 3, 6, dtype=jnp.float32)
 
@@ -19,7 +19,7 @@ def _tree_equal(a, b):
 @pytest.mark.parametrize("make", [ucb, thompson_sampling])
 def test_vmapped_64_equals_stacked_single_runs(make):
     agent = make()
-    keys = seed_keys(3, np.arange(64))
+    keys = run_keys(3, np.arange(64))
     single = jax.jit(lambda k: rollout(k, PARAMS, linear.ENVIRONMENT, agent, 60, 7))
     stacked = [single(keys[i]) for i in range(64)]
     stacked = jax.tree_util.tree_map(lambda *x: np.stack(x), *stacked)
@@ -76,12 +76,12 @@ def test_nonfinite_seed_is_counted_not_spread():
     agent = ucb()
     bad = PARAMS._replace(theta=PARAMS.theta.at[0].set(jnp.nan))
     res = jax.jit(jax.vmap(lambda k, p: rollout(k, p, linear.ENVIRONMENT, agent, 10, 5), in_axes=(0, 0)))(
-        seed_keys(0, np.arange(3)),
+        run_keys(0, np.arange(3)),
         jax.tree_util.tree_map(lambda g, b: jnp.stack([g, b, g]), PARAMS, bad),
     )
     assert res.nonfinite_rounds.tolist()[0] == 0 and res.nonfinite_rounds.tolist()[2] == 0
     assert res.nonfinite_rounds.tolist()[1] > 0
-    good = jax.jit(lambda k: rollout(k, PARAMS, linear.ENVIRONMENT, agent, 10, 5))(seed_keys(0, [2])[0])
+    good = jax.jit(lambda k: rollout(k, PARAMS, linear.ENVIRONMENT, agent, 10, 5))(run_keys(0, [2])[0])
     np.testing.assert_array_equal(res.regret[2], good.regret)
 
 

@@ -5,44 +5,57 @@ of Appendix 'Bounding the Estimation Error'); compute the sampling distribution 
 DEC at f_hat_t; sample pi_t ~ mu_t.
 
 * :func:`anytime_e2d`: mu_t solves the average-constrained DEC dec^{ac}_{eps_t}(f_hat_t), with
-  eps_t^2 = d / t by default (Section 'Anytime-E2D': Est_n <= d log n for linear models).
+  eps_t^2 = c d / t by default (c = ``eps2_scale`` = 1; Section 'Anytime-E2D': Est_n <= d log n
+  for linear models; see ``e2d_jax.agents.schedules`` for the other schedules).
 * :func:`fixed_horizon_e2d`: mu_t solves the offset DEC dec^o_lambda(f_hat_t) with the
-  horizon-tuned lambda = sqrt(n / (4 log n)) of Foster et al. (2021, Sec. 6.1.1), as in the
-  paper's experiments.
+  horizon-tuned lambda = m sqrt(n / (4 log n)) of Foster et al. (2021, Sec. 6.1.1), as in the
+  paper's experiments (m = ``lam_scale`` = 1).
 
 Divergence convention. The library's DEC functions use I_f(pi, g) = ||M_pi (g - f)||^2
-(Lemma lem:linear-dec). The paper's experiments use the Gaussian KL
-KL(M_g(pi) || M_f(pi)) = ||M_pi (g - f)||^2 / (2 sigma^2) (Appendix 'Experiments'). With
+(Lemma lem:linear-dec). The paper's text uses the Gaussian KL
+KL(M_g(pi) || M_f(pi)) = ||M_pi (g - f)||^2 / (2 sigma^2) (Appendix 'Experiments'); the
+authors' implementation, which made the paper's figure, uses ||M_pi (g - f)||^2. With
 ``divergence="kl"`` (default) the agents convert: the constraint mu I_KL nu <= eps^2 is
-mu ||.||^2 nu <= 2 sigma^2 eps^2, and lambda I_KL = (lambda / (2 sigma^2)) ||.||^2. The ``lam``
-and ``eps2`` recorded in the agents' info are in the agent's own convention (KL by default).
+mu ||.||^2 nu <= 2 sigma^2 eps^2, and lambda I_KL = (lambda / (2 sigma^2)) ||.||^2;
+``divergence="squared"`` uses the squared norm as is. ``lam`` and ``eps2`` in the agents'
+info are in the agent's convention; ``value`` and ``gap`` are in regret units (the same in
+both, see :class:`~e2d_jax.types.E2DInfo`).
 
 Gaps: Delta_f by default (the paper's experiments: "both algorithms performed better with
 Delta_f"); ``gaps="delta"`` is available with the grid solvers.
 
 Solver: warm-started from the previous round's (mu, omega) every round. The default
-``SolverConfig`` here is the exact saddle-point solver with a small per-round budget: since
+:data:`AGENT_SOLVER` is the exact saddle-point solver with a small per-round budget: since
 f_hat moves little between rounds, a few warm-started iterations track the solution (the
-incremental scheme the paper's conclusion asks for); the per-round certified gap is recorded.
-``e2d_jax.dec.linear.PAPER_BUDGET`` reproduces the paper's solver (100 Frank-Wolfe steps per
-lambda on a 50-point grid).
+incremental scheme the paper's conclusion asks for); the per-round certified gap is recorded
+and the simulator summarises it per seed. ``e2d_jax.dec.linear.PAPER_BUDGET`` reproduces
+the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
+
+Non-finite solves: a round whose solve is non-finite keeps the previous round's mu (and
+warm start) to sample from and reports STATUS_NONFINITE, which the simulator counts per
+seed; such seeds are excluded from the results' means and flagged (see ``e2d_jax.simulate``).
+
+Every numeric hyperparameter (``eps2_scale``, ``lam``, ``lam_scale``, ``reg``) may be a traced
+value, so a grid of them is one vmapped axis of a compiled sweep.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
 from e2d_jax import _validation as V
+from e2d_jax.agents import schedules
 from e2d_jax.dec import linear as dec_linear
 from e2d_jax.estimators import ridge
-from e2d_jax.types import Agent
+from e2d_jax.types import STATUS_NONFINITE, Agent, E2DInfo
 
 #: Per-round budget of the agents' default solver: the exact saddle-point form, warm-started,
-#: 10 mirror-prox iterations and one certificate per round (stopping early at a 1e-3 relative gap).
-AGENT_SOLVER = dec_linear.SolverConfig(solver="saddle", maxiter=10, rtol=1e-3, check_every=10)
+#: 10 mirror-prox iterations and one certificate per round (stopping early at a 1e-3 relative
+#: gap). See README 'Solver budget' for the measurement behind this default.
+AGENT_SOLVER = dec_linear.LinearSolverConfig(solver="saddle", maxiter=10, rtol=1e-3, check_every=10)
 
 DIVERGENCES = ("kl", "squared")
 
@@ -53,20 +66,19 @@ class E2DState(NamedTuple):
     t: jax.Array  # () int32, rounds played so far
 
 
-class E2DInfo(NamedTuple):
-    """Per-round diagnostics (at recorded rounds in a simulation)."""
-
-    status: jax.Array  # () int32 solver status
-    value: jax.Array  # () DEC value at (lam, mu), in the library's squared-norm convention
-    lam: jax.Array  # () lambda in the agent's divergence convention
-    gap: jax.Array  # () certified duality gap of the round's solve
-    iterations: jax.Array  # () int32 solver iterations this round
-    eps2: jax.Array  # () eps_t^2 in the agent's convention (0 for fixed-horizon E2D)
-
-
 def _divergence_scale(divergence, sigma):
     """Factor s with I_agent = ||.||^2 / s: s = 2 sigma^2 for the KL, 1 for the squared norm."""
     return 2.0 * sigma**2 if divergence == "kl" else jnp.ones_like(sigma)
+
+
+def check_linear_model(model, agent_name: str):
+    """Raises a ValueError that says what to do when ``model`` is not a linear model."""
+    from e2d_jax.envs.linear import LinearModel
+
+    if not isinstance(model, LinearModel):
+        raise ValueError(f"{agent_name} (linear models) got a {type(model).__name__}; for finite classes "
+                         "use the same factory from e2d_jax (it dispatches on the model) or "
+                         "e2d_jax.agents.finite")
 
 
 def _check_common(divergence, gaps, reg, solver, exact_form=True):
@@ -75,15 +87,17 @@ def _check_common(divergence, gaps, reg, solver, exact_form=True):
     if gaps not in dec_linear.GAPS:
         raise ValueError(f"gaps must be one of {dec_linear.GAPS}, got {gaps!r}")
     V.check_positive("reg", reg)
-    if not isinstance(solver, dec_linear.SolverConfig):
-        raise ValueError(f"solver must be a SolverConfig, got {type(solver).__name__}")
+    if not isinstance(solver, dec_linear.LinearSolverConfig):
+        raise ValueError("solver must be an e2d_jax.LinearSolverConfig for linear models (e.g. "
+                         f"e2d_jax.AGENT_SOLVER or PAPER_BUDGET), got {type(solver).__name__}")
     if exact_form and gaps == "delta" and solver.solver == "saddle":
         raise ValueError("solver: gaps='delta' needs a grid solver ('fw-grid' or 'saddle-grid')")
 
 
-def _init(reg):
+def _init(reg, name):
     def init(key, model):
         del key
+        check_linear_model(model, name)
         dtype = model.features.dtype
         return E2DState(ridge.init(model.dim, reg=reg, dtype=dtype),
                         dec_linear.cold_start(model.num_actions, dtype), jnp.zeros((), jnp.int32))
@@ -95,46 +109,62 @@ def _update(state, action, obs, model):
     return state._replace(ridge=ridge.update(state.ridge, model.obs_matrices[action], obs))
 
 
+def _play(key, state, res, warm):
+    """Samples from mu_t, or from the previous mu if this round's solve is not finite."""
+    ok = res.status != STATUS_NONFINITE
+    mu = jnp.where(ok, res.mu, state.warm.mu)
+    warm = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), warm, state.warm)
+    action = jax.random.categorical(key, jnp.log(mu)).astype(jnp.int32)
+    return action, warm
+
+
 def anytime_e2d(
     *,
-    eps2_schedule: Callable | None = None,
+    eps2_schedule="dim",
+    eps2_scale=1.0,
     divergence: str = "kl",
     gaps: str = "delta_f",
-    solver: dec_linear.SolverConfig = AGENT_SOLVER,
-    reg: float = 1.0,
+    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
+    reg=1.0,
 ) -> Agent:
     """Anytime-E2D (Algorithm 1) with ridge regression.
 
     Args:
-      eps2_schedule: ``(t, d) -> eps_t^2`` in the agent's divergence convention, t = 1, 2, ...;
-        default d / t.
-      divergence: ``"kl"`` (Gaussian KL, the paper's experiments) or ``"squared"``
-        (||M (g - f)||^2, Lemma lem:linear-dec).
+      eps2_schedule: ``"dim"`` (d / t, the paper's), ``"rank"`` (r / t), ``"rank-log"`` or a
+        callable ``t -> eps_t^2`` (see ``e2d_jax.agents.schedules``), in the agent's
+        divergence convention.
+      eps2_scale: c > 0 in eps_t^2 = c * schedule(t) (may be traced).
+      divergence: ``"kl"`` (Gaussian KL, the paper's text) or ``"squared"``
+        (||M (g - f)||^2, Lemma lem:linear-dec and the authors' implementation).
       gaps: ``"delta_f"`` or ``"delta"``.
-      solver: a :class:`~e2d_jax.dec.linear.SolverConfig` (``PAPER_BUDGET`` for the paper's).
-      reg: ridge regulariser (V_0 = reg I).
+      solver: a :class:`~e2d_jax.dec.linear.LinearSolverConfig` (``PAPER_BUDGET`` for the paper's).
+      reg: ridge regulariser (V_0 = reg I; may be traced).
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
     """
     _check_common(divergence, gaps, reg, solver)
-    schedule = eps2_schedule if eps2_schedule is not None else (lambda t, d: d / t)
+    schedules.check_schedule(eps2_schedule, "linear")
+    V.check_positive("eps2_scale", eps2_scale)
 
     def act(key, state, model):
         t = state.t + 1
         dtype = model.features.dtype
-        eps2 = jnp.asarray(schedule(t.astype(dtype), model.dim), dtype)
+        eps2 = jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t.astype(dtype), model), dtype)
         scale = _divergence_scale(divergence, model.sigma)
         span = model.span
         res, warm = dec_linear.solve_acdec(span, state.ridge.f_hat @ span.basis, eps2 * scale, solver,
                                            state.warm, gaps)
-        action = jax.random.categorical(key, jnp.log(res.mu)).astype(jnp.int32)
+        action, warm = _play(key, state, res, warm)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
                        iterations=res.iterations, eps2=eps2)
         return action, state._replace(warm=warm, t=t), info
 
-    return Agent(init=_init(reg), act=act, update=_update)
+    return Agent(init=_init(reg, "anytime_e2d"), act=act, update=_update)
 
 
-def tuned_lambda(horizon: int) -> float:
-    """lambda = sqrt(n / (4 log n)) (Foster et al., 2021, Sec. 6.1.1; the paper's E2D)."""
+def tune_lambda(horizon: int) -> float:
+    """lambda_n = sqrt(n / (4 log n)) (Foster et al., 2021, Sec. 6.1.1; the paper's E2D)."""
     horizon = V.check_int("horizon", horizon, minimum=2)
     return math.sqrt(horizon / (4.0 * math.log(horizon)))
 
@@ -142,36 +172,41 @@ def tuned_lambda(horizon: int) -> float:
 def fixed_horizon_e2d(
     *,
     horizon: int | None = None,
-    lam: float | None = None,
+    lam=None,
+    lam_scale=1.0,
     divergence: str = "kl",
     gaps: str = "delta_f",
-    solver: dec_linear.SolverConfig = AGENT_SOLVER,
-    reg: float = 1.0,
+    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
+    reg=1.0,
 ) -> Agent:
     """E2D with the offset DEC for a fixed lambda (Foster et al., 2021).
 
     Args:
-      horizon: n, to set lambda = sqrt(n / (4 log n)) (give ``horizon`` or ``lam``).
-      lam: lambda in the agent's divergence convention, overriding ``horizon``.
+      horizon: n, to set lambda = lam_scale * sqrt(n / (4 log n)) (:func:`tune_lambda`).
+      lam: lambda in the agent's divergence convention, instead of ``horizon`` (may be traced).
+      lam_scale: m > 0 multiplying lambda (may be traced; 1 by default).
       divergence, gaps, solver, reg: as in :func:`anytime_e2d` (``"fw-grid"`` means plain
         smoothed Frank-Wolfe here: there is no lambda to search).
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
     """
     # For a fixed lambda each program is convex in mu for both gap choices: any solver works.
     _check_common(divergence, gaps, reg, solver, exact_form=False)
-    if lam is None:
-        if horizon is None:
-            raise ValueError("fixed_horizon_e2d needs horizon (to tune lambda) or lam")
-        lam = tuned_lambda(horizon)
-    V.check_positive("lam", lam)
+    if (lam is None) == (horizon is None):
+        raise ValueError("fixed_horizon_e2d needs exactly one of horizon (to tune lambda) or lam")
+    base = tune_lambda(horizon) if lam is None else V.check_positive("lam", lam)
+    V.check_positive("lam_scale", lam_scale)
 
     def act(key, state, model):
         scale = _divergence_scale(divergence, model.sigma)
         span = model.span
-        res, warm = dec_linear.solve_offset(span, state.ridge.f_hat @ span.basis, lam / scale, solver,
+        lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
+        res, warm = dec_linear.solve_offset(span, state.ridge.f_hat @ span.basis, lam_t / scale, solver,
                                             state.warm, gaps)
-        action = jax.random.categorical(key, jnp.log(res.mu)).astype(jnp.int32)
+        action, warm = _play(key, state, res, warm)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
                        iterations=res.iterations, eps2=jnp.zeros_like(res.value))
         return action, state._replace(warm=warm, t=state.t + 1), info
 
-    return Agent(init=_init(reg), act=act, update=_update)
+    return Agent(init=_init(reg, "fixed_horizon_e2d"), act=act, update=_update)

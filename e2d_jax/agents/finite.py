@@ -10,9 +10,9 @@ Anytime-E2D (:func:`anytime_e2d`), round t:
    zero information to be feasible: the max is then over M u {f_hat}, as in the lower bound
    of Foster et al. (2023, footnote in the paper));
 2. compute Delta (or Delta_f) and I_{f_hat} (closed-form KL, ``e2d_jax.envs.finite``);
-3. mu_t = the ac-DEC solution for eps_t^2 = log|M| / t (Section 'Anytime-E2D', the paper's
-   anytime choice for finite classes) by the certified branch-and-bound lambda search of
-   ``e2d_jax.dec.finite.solve_acdec`` with an agent budget (:data:`AGENT_CONFIG`: a coarse
+3. mu_t = the ac-DEC solution for eps_t^2 = c log|M| / t (Section 'Anytime-E2D', the paper's
+   anytime choice for finite classes, c = ``eps2_scale`` = 1) by the certified branch-and-bound lambda search of
+   ``e2d_jax.dec.finite.solve_acdec`` with an agent budget (:data:`AGENT_SOLVER`: a coarse
    global grid refined twice, up to 24 matrix games a round). ``lam_search="track"`` is a
    cheaper option (lam = 0 and 5 points around the previous round's lam*(mu), 6 games a
    round; Theorem thm:worst-case allows any adapted lam_t) but it is a local search on a
@@ -21,18 +21,24 @@ Anytime-E2D (:func:`anytime_e2d`), round t:
    64 +- 2 instead of 39 +- 2 when started from hi / 100, so it is not the default;
 4. sample pi_t ~ mu_t; after the observation, EWA absorbs its log-likelihood.
 
-Fixed-horizon E2D (:func:`e2d`): the same with the offset DEC at a fixed lam. For a horizon n,
-the proof of Theorem thm:worst-case with lam_t = lam and Est_n <= log|M| (EWA) gives
-R_n <= n max_f dec^o_lam(f) + lam log|M|; :func:`tune_lambda` minimises that bound over a
-lam grid by computing max_f dec^o_lam(f) for the class (|M| x grid matrix games, once).
+Fixed-horizon E2D (:func:`fixed_horizon_e2d`): the same with the offset DEC at a fixed lam.
+For a horizon n, the proof of Theorem thm:worst-case with lam_t = lam and Est_n <= log|M|
+(EWA) gives R_n <= n max_f dec^o_lam(f) + lam log|M|; :func:`tune_lambda` minimises that
+bound over a lam grid by computing max_f dec^o_lam(f) for the class (|M| x grid matrix
+games). Given ``horizon``, the agent does this in ``init`` (traced: it depends on the model
+only, so under ``vmap`` over seeds it is computed once per batch, and under ``vmap`` over
+instances once per instance).
+
+Non-finite solves: the round keeps the previous mu and reports STATUS_NONFINITE, as on
+linear models. Defaults, names and info (:class:`~e2d_jax.types.E2DInfo`) are those of the
+linear agents (gaps Delta_f, ``eps2_schedule``/``eps2_scale``, ``lam``/``lam_scale``,
+``solver``); every numeric hyperparameter may be traced.
 
 Baselines. :func:`posterior_sampling` is Thompson sampling on the finite class (sample
 f ~ p_t with the EWA weights, which for eta = 1 are the exact Bayesian posterior; play
-argmax_pi r_f(pi)). :func:`linear_view` runs the foundation's linear UCB / TS unchanged on a
-class that carries a linear view (the Gaussian bandit builders attach one: phi_pi = e_pi, the
-same observation maps), so UCB and TS use every observation the environment gives (side
-observations of the revealing action included) but not the finiteness of the class. Both
-never play an action that is optimal for no model, such as the revealing action.
+argmax_pi r_f(pi)). The foundation's linear UCB and TS run on a class that carries a linear
+view (the Gaussian bandit builders attach one: phi_pi = e_pi, the same observation maps), so
+they use every observation the environment gives but not the finiteness of the class.
 """
 from __future__ import annotations
 
@@ -45,10 +51,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from e2d_jax import _validation as V
+from e2d_jax.agents import schedules
 from e2d_jax.dec import finite as dec
 from e2d_jax.envs import finite
 from e2d_jax.estimators import ewa
-from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent
+from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent, E2DInfo
 
 GAPS = ("delta", "delta_f")
 ESTIMATES = ("sample", "mixture")
@@ -60,7 +67,7 @@ ESTIMATES = ("sample", "mixture")
 #: revealing and MAB classes (50 seeds x 1000 rounds), the regret is the same as with 30
 #: iterations and games solved to 1e-4 (38.9 +- 2.1 both; 41.3 +- 2.0 vs 42.3 +- 2.8), at 60-70%
 #: of the time.
-AGENT_CONFIG = dec.SolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid=7, lam_refine=8, lam_rounds=2,
+AGENT_SOLVER = dec.FiniteSolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid=7, lam_refine=8, lam_rounds=2,
                                 candidates=4, maxiter=20)
 
 
@@ -68,44 +75,41 @@ class E2DState(NamedTuple):
     ewa: ewa.EWAState  # the EWA weights
     mu: jax.Array  # (K,) float, the last sampling distribution
     omega: jax.Array  # (M or M+1,) float, the last max-player mixture (warm start)
-    lam: jax.Array  # () float, the centre of the tracking lambda grid (anytime, "track")
+    lam: jax.Array  # () float, the tracking centre (anytime, "track") or the fixed lam (E2D)
 
 
-class E2DInfo(NamedTuple):
-    """Per-round diagnostics of the E2D agents."""
-
-    status: jax.Array  # () int32 STATUS_* of the DEC solve (or non-finite weights)
-    value: jax.Array  # () float, the DEC value at mu_t
-    lam: jax.Array  # () float, the lambda used
-    gap: jax.Array  # () float, the solver's certified gap
-    eps2: jax.Array  # () float, eps_t^2 (0 for fixed-horizon E2D)
-    estimate: jax.Array  # () int32, index of the sampled f_hat (-1 for the mixture)
+def check_finite_model(model, agent_name: str):
+    """Raises a ValueError that says what to do when ``model`` is not a finite class."""
+    if not isinstance(model, finite.FiniteModel):
+        raise ValueError(f"{agent_name} (finite classes) got a {type(model).__name__}; for linear models "
+                         "use the same factory from e2d_jax (it dispatches on the model) or e2d_jax.agents.e2d")
 
 
-def _check_common(gaps, estimate, eta):
+def _check_common(gaps, estimate, eta, solver):
     if gaps not in GAPS:
         raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
     if estimate not in ESTIMATES:
         raise ValueError(f"estimate must be one of {ESTIMATES}, got {estimate!r}")
     V.check_positive("eta", eta)
+    if not isinstance(solver, dec.FiniteSolverConfig):
+        raise ValueError("solver must be an e2d_jax.FiniteSolverConfig for finite classes (e.g. "
+                         f"e2d_jax.agents.finite.AGENT_SOLVER), got {type(solver).__name__}")
 
 
 def _matrices(key, state: E2DState, model: finite.FiniteModel, gaps: str, estimate: str):
     """f_hat from EWA and the (K, M[+1]) gap and information matrices for it."""
-    rewards_hat, obs_hat, weights = ewa.estimate(key, state.ewa, model, convex=estimate == "mixture")
+    rewards_hat, obs_hat, _ = ewa.estimate(key, state.ewa, model, convex=estimate == "mixture")
     if gaps == "delta":
         g = finite.gap_matrix(model.rewards)
     else:
         g = finite.gap_matrix_f(model.rewards, rewards_hat)
     info = finite.info_matrix(model, obs_hat)
-    index = jnp.argmax(weights).astype(jnp.int32)
     if estimate == "mixture":
         # Add f_hat itself as a model of the max player (zero information, see module doc).
         own = jnp.max(rewards_hat) - rewards_hat
         g = jnp.concatenate([g, own[:, None]], axis=1)
         info = jnp.concatenate([info, jnp.zeros_like(own)[:, None]], axis=1)
-        index = jnp.asarray(-1, jnp.int32)
-    return g, info, index
+    return g, info
 
 
 def _init(model: finite.FiniteModel, estimate: str):
@@ -124,111 +128,137 @@ def _update(eta):
     return update
 
 
-def _sample_action(key, mu):
-    return jax.random.categorical(key, jnp.log(jnp.maximum(mu, 0.0))).astype(jnp.int32)
+def _play(key, state, res):
+    """Samples from mu_t, or from the previous mu if the round is not finite; the status."""
+    bad = ~jnp.all(jnp.isfinite(state.ewa.log_weights)) | ~jnp.all(jnp.isfinite(res.mu))
+    status = jnp.where(bad, STATUS_NONFINITE, res.status).astype(jnp.int32)
+    ok = status != STATUS_NONFINITE
+    mu = jnp.where(ok, res.mu, state.mu)
+    omega = jnp.where(ok, res.omega, state.omega)
+    action = jax.random.categorical(key, jnp.log(jnp.maximum(mu, 0.0))).astype(jnp.int32)
+    return action, status, mu, omega
 
 
 LAMBDA_SEARCHES = ("global", "track")
 
 
-def anytime_e2d(*, eps2_scale: float = 1.0, gaps: str = "delta", estimate: str = "sample",
-                eta: float = 1.0, lam_search: str = "global", config: dec.SolverConfig = AGENT_CONFIG) -> Agent:
+def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delta_f", estimate: str = "sample",
+                eta=1.0, lam_search: str = "global", solver: dec.FiniteSolverConfig = AGENT_SOLVER) -> Agent:
     """Anytime-E2D (Algorithm 1) with EWA (Algorithm 2) on a finite class.
 
     Args:
-      eps2_scale: eps_t^2 = eps2_scale * log|M| / t (1: the paper's choice).
-      gaps: ``"delta"`` (Algorithm 1) or ``"delta_f"`` (Delta_{f_hat}, as in the paper's
-        experiments).
+      eps2_schedule: ``"log-models"`` (log|M| / t, the paper's) or a callable ``t -> eps_t^2``
+        (see ``e2d_jax.agents.schedules``).
+      eps2_scale: c > 0 in eps_t^2 = c * schedule(t) (may be traced).
+      gaps: ``"delta_f"`` (Delta_{f_hat}, as in the paper's experiments; default) or
+        ``"delta"`` (Algorithm 1).
       estimate: ``"sample"`` (Algorithm 2 for a non-convex class) or ``"mixture"``.
-      eta: EWA learning rate (1 in Algorithm 2).
+      eta: EWA learning rate (1 in Algorithm 2; may be traced).
       lam_search: ``"global"`` (the certified branch-and-bound search of
         ``e2d_jax.dec.finite.solve_acdec`` every round; default) or ``"track"`` (lam = 0 and
         5 points around the previous round's lam*(mu), ``solve_acdec_tracking``: 6 games a
-        round instead of up to 24; a local search, see the module docstring).
-      config: the solver configuration (default :data:`AGENT_CONFIG`).
+        round instead of up to 24; a local search, see the module docstring; its certified
+        gap covers all lam and is large when it misses the global basin).
+      solver: a :class:`~e2d_jax.dec.finite.FiniteSolverConfig` (default :data:`AGENT_SOLVER`).
 
     Returns:
-      Agent whose ``act`` info is :class:`E2DInfo` (``gap``: certified over all lam for
-      "global", over the evaluated lams for "track").
+      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
 
     References:
       Kirschner et al. (2023), Algorithm 1, Section 'Anytime-E2D', Appendix 'Online Density
       Estimation'.
     """
-    _check_common(gaps, estimate, eta)
+    _check_common(gaps, estimate, eta, solver)
+    schedules.check_schedule(eps2_schedule, "finite")
     V.check_positive("eps2_scale", eps2_scale)
     if lam_search not in LAMBDA_SEARCHES:
         raise ValueError(f"lam_search must be one of {LAMBDA_SEARCHES}, got {lam_search!r}")
 
     def eps2_at(model, count, dtype):
-        return eps2_scale * math.log(model.num_models) / (count + 1).astype(dtype)
+        t = (count + 1).astype(dtype)
+        return jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t, model), dtype)
 
     def init(key, model):
+        check_finite_model(model, "anytime_e2d")
         state = _init(model, estimate)
         if lam_search == "track":
             # The first centre from a global search for round 1's matrices, once per run (not
             # in `act`, where a branch on the round would run both sides under vmap); 1 if
             # that search gives lam = 0 (the usual case for eps_1^2 = log|M|).
-            g, info, _ = _matrices(key, state, model, gaps, estimate)
-            res = dec.solve_acdec(g, info, eps2_at(model, state.ewa.count, g.dtype), config)
+            g, info = _matrices(key, state, model, gaps, estimate)
+            res = dec.solve_acdec(g, info, eps2_at(model, state.ewa.count, g.dtype), solver)
             state = state._replace(lam=jnp.where(res.lam > 0, res.lam, 1.0).astype(g.dtype))
         return state
 
     def act(key, state, model):
         key_est, key_pi = jax.random.split(key)
-        g, info, index = _matrices(key_est, state, model, gaps, estimate)
+        g, info = _matrices(key_est, state, model, gaps, estimate)
         eps2 = eps2_at(model, state.ewa.count, g.dtype)
         if lam_search == "global":
-            res = dec.solve_acdec(g, info, eps2, config, mu0=state.mu, omega0=state.omega)
+            res = dec.solve_acdec(g, info, eps2, solver, mu0=state.mu, omega0=state.omega)
             centre = state.lam
         else:
-            res, won = dec.solve_acdec_tracking(g, info, eps2, state.lam, config)
+            res, won = dec.solve_acdec_tracking(g, info, eps2, state.lam, solver)
             # The next centre is lam*(mu), the best lam for the mu just chosen (an alternating
             # minimisation of the joint objective, which leaves the local minimum that v has
             # at lam = 0 in many classes); else the grid point that won; else unchanged.
             centre = jnp.where(res.lam > 0, res.lam, jnp.where(won > 0, won, state.lam))
-        bad = ~jnp.all(jnp.isfinite(state.ewa.log_weights))
-        status = jnp.where(bad, STATUS_NONFINITE, res.status).astype(jnp.int32)
-        mu = jnp.where(jnp.all(jnp.isfinite(res.mu)), res.mu, state.mu)
-        action = _sample_action(key_pi, mu)
-        info_out = E2DInfo(status=status, value=res.value, lam=res.lam, gap=res.gap, eps2=eps2, estimate=index)
-        return action, state._replace(mu=mu, omega=res.omega, lam=centre), info_out
+        action, status, mu, omega = _play(key_pi, state, res)
+        info_out = E2DInfo(status=status, value=res.value, lam=res.lam, gap=res.gap,
+                           iterations=res.iterations.astype(jnp.int32), eps2=eps2)
+        return action, state._replace(mu=mu, omega=omega, lam=centre), info_out
 
     return Agent(init=init, act=act, update=_update(eta))
 
 
-def e2d(*, lam: float, gaps: str = "delta", estimate: str = "sample", eta: float = 1.0,
-        config: dec.SolverConfig = dataclasses.replace(AGENT_CONFIG, rtol=1e-4)) -> Agent:
+#: Fixed-horizon E2D's game solver: the agent budget with games certified to 1e-4.
+E2D_SOLVER = dataclasses.replace(AGENT_SOLVER, rtol=1e-4)
+
+
+def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, gaps: str = "delta_f",
+                      estimate: str = "sample", eta=1.0, solver: dec.FiniteSolverConfig = E2D_SOLVER) -> Agent:
     """Fixed-horizon E2D: mu_t solves the offset DEC dec^o_lam(f_hat_t) for a fixed lam.
 
     Args:
-      lam: lam >= 0 (see :func:`tune_lambda` for the choice tuned to a horizon).
+      horizon: n, to tune lam = lam_scale * argmin_lam {n max_f dec^o_lam(f) + lam log|M|}
+        for the class (:func:`tune_lambda`, computed in ``init``).
+      lam: lam >= 0 instead of ``horizon`` (may be traced).
+      lam_scale: m > 0 multiplying lam (may be traced).
       gaps, estimate, eta: as in :func:`anytime_e2d`.
-      config: the matrix-game solver configuration.
+      solver: the matrix-game solver configuration.
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
 
     References:
       Foster et al. (2021), E2D; Kirschner et al. (2023), Section 'The Decision-Estimation
       Coefficient' (dec^o_lam).
     """
-    _check_common(gaps, estimate, eta)
-    V.check_positive("lam", lam, allow_zero=True)
-    lam = float(lam)
+    _check_common(gaps, estimate, eta, solver)
+    if (lam is None) == (horizon is None):
+        raise ValueError("fixed_horizon_e2d needs exactly one of horizon (to tune lam for the class) or lam")
+    if horizon is not None:
+        horizon = V.check_int("horizon", horizon, minimum=1)
+    else:
+        V.check_positive("lam", lam, allow_zero=True)
+    V.check_positive("lam_scale", lam_scale)
 
     def init(key, model):
         del key
-        return _init(model, estimate)
+        check_finite_model(model, "fixed_horizon_e2d")
+        state = _init(model, estimate)
+        dtype = model.rewards.dtype
+        base = _tuning(model, horizon, gaps, 60)[0] if lam is None else lam
+        return state._replace(lam=jnp.asarray(base * lam_scale, dtype))
 
     def act(key, state, model):
         key_est, key_pi = jax.random.split(key)
-        g, info, index = _matrices(key_est, state, model, gaps, estimate)
-        res = dec.solve_offset(g, info, lam, config, mu0=state.mu, omega0=state.omega)
-        bad = ~jnp.all(jnp.isfinite(state.ewa.log_weights))
-        status = jnp.where(bad, STATUS_NONFINITE, res.status).astype(jnp.int32)
-        mu = jnp.where(jnp.all(jnp.isfinite(res.mu)), res.mu, state.mu)
-        action = _sample_action(key_pi, mu)
+        g, info = _matrices(key_est, state, model, gaps, estimate)
+        res = dec.solve_offset(g, info, state.lam, solver, mu0=state.mu, omega0=state.omega)
+        action, status, mu, omega = _play(key_pi, state, res)
         info_out = E2DInfo(status=status, value=res.value, lam=res.lam, gap=res.gap,
-                           eps2=jnp.zeros((), g.dtype), estimate=index)
-        return action, state._replace(mu=mu, omega=res.omega), info_out
+                           iterations=res.iterations.astype(jnp.int32), eps2=jnp.zeros((), g.dtype))
+        return action, state._replace(mu=mu, omega=omega), info_out
 
     return Agent(init=init, act=act, update=_update(eta))
 
@@ -240,7 +270,28 @@ class LambdaTuning(NamedTuple):
     worst_dec: np.ndarray  # (G,) max_f dec^o_lam(f) on the grid
 
 
-def tune_lambda(model: finite.FiniteModel, horizon: int, *, gaps: str = "delta", num: int = 60) -> LambdaTuning:
+def _tuning(model: finite.FiniteModel, horizon: int, gaps: str, num: int):
+    """Traceable core of :func:`tune_lambda`: (lam, bound, lams, worst_dec) as arrays."""
+    k, m = model.num_actions, model.num_models
+    dtype = model.rewards.dtype
+    log_m = math.log(m)
+    center = math.sqrt(horizon * k / log_m)
+    lams = jnp.asarray(np.geomspace(1e-3 * center, 1e3 * center, num), dtype)
+    config = dataclasses.replace(dec.OFFSET_DEFAULTS, rtol=1e-6)
+
+    def per_f(f):
+        rewards_f, obs_f = finite.model_at(model, f)
+        g = finite.gap_matrix(model.rewards) if gaps == "delta" else finite.gap_matrix_f(model.rewards, rewards_f)
+        info = finite.info_matrix(model, obs_f)
+        return jax.vmap(lambda lam: dec.solve_offset(g, info, lam, config).value)(lams)
+
+    worst = jnp.max(jax.lax.map(per_f, jnp.arange(m)), axis=0)
+    bound = horizon * worst + lams * log_m
+    i = jnp.argmin(bound)
+    return lams[i], bound[i], lams, worst
+
+
+def tune_lambda(model: finite.FiniteModel, horizon: int, *, gaps: str = "delta_f", num: int = 60) -> LambdaTuning:
     """lam_n = argmin_lam { n max_{f in M} dec^o_lam(f) + lam log|M| } on a geometric grid.
 
     The bound is the fixed-horizon regret bound of E2D with EWA (Theorem thm:worst-case with a
@@ -251,45 +302,40 @@ def tune_lambda(model: finite.FiniteModel, horizon: int, *, gaps: str = "delta",
     Args:
       model: the class (concrete arrays).
       horizon: n >= 1.
-      gaps: ``"delta"`` or ``"delta_f"`` (the latter uses Delta_f for each reference f).
+      gaps: ``"delta_f"`` (default, like the agents) or ``"delta"``.
       num: grid points.
+
+    Returns:
+      LambdaTuning (``lam``, ``bound``, the grid ``lams`` and ``worst_dec`` on it).
     """
+    check_finite_model(model, "tune_lambda")
     horizon = V.check_int("horizon", horizon, minimum=1)
     num = V.check_int("num", num, minimum=2)
     if gaps not in GAPS:
         raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
-    k, m = model.num_actions, model.num_models
-    log_m = math.log(m)
-    center = math.sqrt(horizon * k / log_m)
-    lams = np.geomspace(1e-3 * center, 1e3 * center, num)
-    config = dataclasses.replace(dec.OFFSET_DEFAULTS, rtol=1e-6)
-
-    @jax.jit
-    def worst(lams):
-        def per_f(f):
-            rewards_f, obs_f = finite.model_at(model, f)
-            g = finite.gap_matrix(model.rewards) if gaps == "delta" else finite.gap_matrix_f(model.rewards, rewards_f)
-            info = finite.info_matrix(model, obs_f)
-            return jax.vmap(lambda lam: dec.solve_offset(g, info, lam, config).value)(lams)
-
-        return jnp.max(jax.lax.map(per_f, jnp.arange(m)), axis=0)
-
-    worst_dec = np.asarray(worst(jnp.asarray(lams, model.rewards.dtype)), np.float64)
-    bound = horizon * worst_dec + lams * log_m
-    i = int(np.argmin(bound))
-    return LambdaTuning(lam=float(lams[i]), bound=float(bound[i]), lams=lams, worst_dec=worst_dec)
+    lam, bound, lams, worst = jax.jit(_tuning, static_argnums=(1, 2, 3))(model, horizon, gaps, num)
+    return LambdaTuning(lam=float(lam), bound=float(bound), lams=np.asarray(lams, np.float64),
+                        worst_dec=np.asarray(worst, np.float64))
 
 
 class PosteriorSamplingState(NamedTuple):
     ewa: ewa.EWAState
 
 
-def posterior_sampling(*, eta: float = 1.0) -> Agent:
-    """Thompson sampling on a finite class: f ~ p_t (EWA weights), play argmax_pi r_f(pi)."""
+def posterior_sampling(*, eta=1.0) -> Agent:
+    """Thompson sampling on a finite class: f ~ p_t (EWA weights), play argmax_pi r_f(pi).
+
+    Args:
+      eta: EWA learning rate (1: the Bayesian posterior; may be traced).
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.ActInfo`.
+    """
     V.check_positive("eta", eta)
 
     def init(key, model):
         del key
+        check_finite_model(model, "posterior_sampling")
         return PosteriorSamplingState(ewa.init(model.num_models, dtype=model.rewards.dtype))
 
     def act(key, state, model):
@@ -303,32 +349,3 @@ def posterior_sampling(*, eta: float = 1.0) -> Agent:
         return PosteriorSamplingState(ewa.update(state.ewa, ll, eta=eta))
 
     return Agent(init=init, act=act, update=update)
-
-
-def linear_view(agent: Agent) -> Agent:
-    """Runs a linear-bandit agent (e.g. the foundation's UCB or TS) on a finite class through
-    its linear view ``model.linear`` (see ``e2d_jax.envs.finite``). Observations are the same
-    arrays, so nothing else is converted."""
-
-    def init(key, model):
-        _require_linear(model)
-        return agent.init(key, model.linear)
-
-    def act(key, state, model):
-        return agent.act(key, state, model.linear)
-
-    def update(state, action, obs, model):
-        return agent.update(state, action, obs, model.linear)
-
-    return Agent(init=init, act=act, update=update)
-
-
-def _require_linear(model):
-    if getattr(model, "linear", None) is None:
-        raise ValueError("this finite class has no linear view (model.linear is None); UCB and TS "
-                         "of the foundation need one (the Gaussian bandit builders attach it)")
-
-
-def reward_radius(model: finite.FiniteModel) -> float:
-    """max_g ||r_g||: the bound S on ||f*|| that linear UCB needs, known from the class."""
-    return float(np.max(np.linalg.norm(np.asarray(model.rewards, np.float64), axis=1)))

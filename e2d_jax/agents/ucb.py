@@ -7,8 +7,14 @@ action maximises the optimistic index
     beta_t^{1/2} = sigma sqrt(2 log(1/delta) + log(det V_t / det V_0)) + sqrt(reg) S,
 
 the confidence width of Abbasi-Yadkori et al. (2011, Theorem 2) with V_0 = reg I and
-||f*|| <= S. Every observation row is a sigma-sub-Gaussian scalar observation, so the same
-self-normalised bound covers vector observations. Ties go to the lowest index.
+||f*|| <= S. S is the class's true bound ``model.radius`` unless given (1 for the random
+semi-bandit and linear-bandit instances, sqrt(K) for the multi-armed bandit, max_g ||r_g||
+for a finite class's linear view). Every observation row is a sigma-sub-Gaussian scalar
+observation, so the same self-normalised bound covers vector observations. Ties go to the
+lowest index.
+
+Finite classes with a linear view (the Gaussian bandit builders of ``e2d_jax.envs.finite``)
+are run through that view, so the same agent works on both model families.
 """
 from __future__ import annotations
 
@@ -22,37 +28,63 @@ from e2d_jax.estimators import ridge
 from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent
 
 
+def as_linear(model, agent_name: str):
+    """The linear model an agent of the linear family runs on: the model itself, or the linear
+    view of a finite class; a ValueError that says what to do otherwise."""
+    from e2d_jax.envs.finite import FiniteModel
+    from e2d_jax.envs.linear import LinearModel
+
+    if isinstance(model, LinearModel):
+        return model
+    if isinstance(model, FiniteModel):
+        if model.linear is None:
+            raise ValueError(f"{agent_name} needs a linear model; this finite class has no linear view "
+                             "(model.linear is None; the Gaussian bandit builders attach one). Use "
+                             "posterior_sampling() or the E2D agents on it instead")
+        return model.linear
+    raise ValueError(f"{agent_name}: the model must be a LinearModel or FiniteModel (env.model(params)), "
+                     f"got {type(model).__name__}")
+
+
 class UCBState(NamedTuple):
     ridge: ridge.RidgeState
 
 
-def ucb(*, delta: float = 0.01, radius: float = 1.0, reg: float = 1.0) -> Agent:
+def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
     """Builds the UCB agent.
 
     Args:
-      delta: confidence level in (0, 1).
-      radius: S, the assumed bound on ||f*|| (the library's random instances have ||f*|| = 1).
-      reg: ridge regulariser, V_0 = reg I (> 0).
+      delta: confidence level in (0, 1) (may be traced).
+      radius: S, the bound on ||f*|| (may be traced); default the class's ``model.radius``.
+      reg: ridge regulariser, V_0 = reg I (> 0; may be traced).
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.ActInfo`.
     """
     V.check_positive("delta", delta)
-    if not delta < 1:
+    if V.is_concrete(delta) and not delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta}")
-    V.check_positive("radius", radius)
+    if radius is not None:
+        V.check_positive("radius", radius)
     V.check_positive("reg", reg)
 
     def init(key, model):
         del key
+        model = as_linear(model, "ucb")
         return UCBState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype))
 
     def act(key, state, model):
         del key
+        model = as_linear(model, "ucb")
         r = state.ridge
-        beta_sqrt = model.sigma * jnp.sqrt(2.0 * jnp.log(1.0 / delta) + r.logdet) + jnp.sqrt(reg) * radius
+        s_bound = model.radius if radius is None else radius
+        beta_sqrt = model.sigma * jnp.sqrt(2.0 * jnp.log(1.0 / delta) + r.logdet) + jnp.sqrt(reg) * s_bound
         index = model.features @ r.f_hat + beta_sqrt * ridge.widths(r, model.features)
         status = jnp.where(jnp.all(jnp.isfinite(index)), STATUS_OK, STATUS_NONFINITE)
         return jnp.argmax(index).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
+        model = as_linear(model, "ucb")
         return UCBState(ridge.update(state.ridge, model.obs_matrices[action], obs))
 
     return Agent(init=init, act=act, update=update)

@@ -101,7 +101,7 @@ def acdec_curve(model: finite.FiniteModel, eps, *, gaps: str = "delta", **option
       model: the finite class (every member is used as the reference f).
       eps: (E,) radii eps > 0 (the program uses eps^2).
       gaps: ``"delta"`` (Delta) or ``"delta_f"`` (Delta_f).
-      **options: fields of ``e2d_jax.dec.finite.SolverConfig``.
+      **options: fields of ``e2d_jax.dec.finite.FiniteSolverConfig``.
 
     Returns:
       DecCurve (NumPy arrays).
@@ -111,7 +111,7 @@ def acdec_curve(model: finite.FiniteModel, eps, *, gaps: str = "delta", **option
         raise ValueError("eps must be a non-empty array of finite numbers > 0")
     if gaps not in GAPS:
         raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
-    config = dec._config(options, dec.SolverConfig())
+    config = dec._config(options, dec.FiniteSolverConfig())
     # About 16 M^2 floats per problem (the exact objectives of the candidates); keep a batch
     # of problems under ~2^26 floats.
     m = model.num_models

@@ -8,19 +8,8 @@ columns models; see ``e2d_jax.envs.finite``):
 * average-constrained DEC:     dec^ac_eps(f) = min_mu max_nu {mu Delta nu : mu I_f nu <= eps^2}
                                              = min_{lam >= 0} dec^o_lam(f) + lam eps^2.
 
-Offset DEC (:func:`finite_offset_dec`): a matrix game with an exact, cheap certificate: for
-any (mu, omega), ``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi`` a
-valid lower bound (weak duality), A = Delta - lam I. Two solvers, both certified this way:
-
-* ``"ipm"`` (default): a primal-dual interior-point method on von Neumann's LP form of the
-  game (:func:`solve_game_ipm`), one K x K Cholesky per iteration, 10-25 iterations to
-  1e-8 relative in float64. Measured on 5 x 30 games from random bandit classes (2-core CPU,
-  float64, ``benchmarks/finite_throughput.py``): 34,000-39,000 games/s in batches of 100 to
-  1,000 at errors <= 5e-9, against 700-1,100 games/s for mirror-prox, which needs hundreds
-  to thousands of iterations (O(1/T)) and met 1e-4 within 2000 iterations on only 65% of
-  the games, and 830 games/s for scipy's linprog (HiGHS) one at a time.
-* ``"mirror-prox"``: the optimistic mirror-prox of ``e2d_jax.dec.saddle`` (warm-startable),
-  kept as the issue's suggested method and for comparison.
+Offset DEC (:func:`finite_offset_dec`): a matrix game with A = Delta - lam I, solved with an
+exact weak-duality certificate by ``e2d_jax.dec.matrix_game`` (interior point by default).
 
 Exact objective of a given mu. For fixed mu, h(mu) = max_nu {a.nu : c.nu <= eps^2} with
 a = mu Delta, c = mu I is a linear program over the simplex with one extra constraint, so an
@@ -78,15 +67,14 @@ from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax import _validation as V
-from e2d_jax.dec import saddle
+from e2d_jax.dec import matrix_game
+from e2d_jax.dec.matrix_game import SOLVERS, GameSolution
 from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK, DecResult
 
 
-SOLVERS = ("ipm", "mirror-prox")
-
 
 @dataclasses.dataclass(frozen=True)
-class SolverConfig:
+class FiniteSolverConfig:
     """How to solve the finite DEC programs (static: part of the compiled function).
 
     Attributes:
@@ -143,7 +131,7 @@ class SolverConfig:
 
 
 #: Defaults of :func:`finite_offset_dec` (one game: a tighter relative tolerance).
-OFFSET_DEFAULTS = SolverConfig(rtol=1e-8)
+OFFSET_DEFAULTS = FiniteSolverConfig(rtol=1e-8)
 
 
 # --------------------------------------------------------------------------------------
@@ -207,210 +195,18 @@ def constrained_objective(mu, gaps, info, eps2):
     return max_constrained_mixture(mu @ gaps, mu @ info, eps2)
 
 
-# --------------------------------------------------------------------------------------
-# The matrix game
-
-
-def _game(a):
-    """grads / certificate of the bilinear game min_mu max_omega mu A omega."""
-
-    def grads(mu, omega):
-        return a @ omega, mu @ a
-
-    def certificate(mu, omega):
-        return jnp.max(mu @ a), jnp.min(a @ omega)
-
-    return grads, certificate
-
-
-class GameSolution(NamedTuple):
-    """A matrix game's answer with its exact certificate (same fields as saddle's)."""
-
-    mu: jax.Array  # (K,) min player, on the simplex
-    omega: jax.Array  # (M,) max player, on the simplex
-    upper: jax.Array  # () max_g (mu A)_g, the exact value of mu
-    lower: jax.Array  # () min_pi (A omega)_pi, a valid lower bound on the game value
-    gap: jax.Array  # () upper - lower >= 0
-    iterations: jax.Array  # () int32
-    status: jax.Array  # () int32
-
-
-class _IPMState(NamedTuple):
-    x: jax.Array  # (K,) primal variables (the min player, unnormalised)
-    w: jax.Array  # (M,) primal slacks
-    y: jax.Array  # (M,) dual variables (the max player, unnormalised)
-    z: jax.Array  # (K,) dual slacks
-    best_mu: jax.Array  # (K,)
-    best_omega: jax.Array  # (M,)
-    upper: jax.Array  # ()
-    lower: jax.Array  # ()
-    iter_num: jax.Array  # () int32
-    ridge: jax.Array  # () relative ridge added to the Newton matrix (0 until a step fails)
-    failures: jax.Array  # () int32 consecutive failed Newton steps
-
-
-def _max_step(v, dv):
-    """Largest alpha in (0, 1] with v + alpha dv >= 0 (v > 0)."""
-    ratio = jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf)
-    return jnp.minimum(1.0, jnp.min(ratio))
-
-
-def _cho_solve(low, rhs):
-    """Solves (L L^T) x = rhs by forward and back substitution, unrolled over the (static)
-    dimension like ``e2d_jax._linalg`` (fast under vmap on CPU for the small K here)."""
-    d = low.shape[-1]
-    if d > _linalg.UNROLL_MAX_DIM:
-        return jax.scipy.linalg.cho_solve((low, True), rhs)
-    y = [None] * d
-    for i in range(d):
-        acc = rhs[i]
-        for j in range(i):
-            acc = acc - low[i, j] * y[j]
-        y[i] = acc / low[i, i]
-    x = [None] * d
-    for i in reversed(range(d)):
-        acc = y[i]
-        for j in range(i + 1, d):
-            acc = acc - low[j, i] * x[j]
-        x[i] = acc / low[i, i]
-    return jnp.stack(x)
-
-
-def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
-    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
-
-    With B = (A - min A) / (max A - min A) + 1 (entries in [1, 2], same optimal strategies,
-    value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
-
-        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
-        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
-
-    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is strictly feasible. Each
-    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
-    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
-    15-25 iterations reach 1e-10 in float64 whatever the game.
-
-    The certificate does not rely on the interior-point method: every iteration the
-    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
-    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
-    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
-    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
-    where E becomes ill-conditioned; the best certified pair so far is returned).
-    """
-    k, m = a.shape
-    dtype = a.dtype
-    # Shift by the max player's pure security level lo = max_g min_pi A <= val(A), not by
-    # min A: val(B) >= 1 > 0 is all the reduction needs, and entries far below the value
-    # (large lam times a large divergence) no longer squeeze the relevant ones into a few
-    # float32 ulps.
-    lo, hi = jnp.max(jnp.min(a, axis=0)), jnp.max(a)
-    spread = jnp.maximum(hi - lo, jnp.finfo(dtype).tiny ** 0.5)
-    b = (a - lo) / spread + 1.0
-    n_comp = k + m
-
-    def certify(x, y):
-        mu = x / jnp.sum(x)
-        om = y / jnp.sum(y)
-        return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
-
-    def factor(st):
-        e = st.y / st.w
-        mat = (b * e) @ b.T + jnp.diag(st.z / st.x)
-        mat = mat + st.ridge * jnp.max(jnp.diagonal(mat)) * jnp.eye(k, dtype=dtype)
-        return e, mat, _linalg.psd_cholesky(mat)
-
-    def newton(st, fac, rp, rd, r_xz, r_yw):
-        e, mat, low = fac
-        rhs = rd + b @ (e * rp - r_yw / st.w) + r_xz / st.x
-        dx = _cho_solve(low, rhs)
-        # One step of iterative refinement: recovers most of the accuracy the ill-conditioned
-        # normal matrix costs near the optimum (float32 especially).
-        dx = dx + _cho_solve(low, rhs - mat @ dx)
-        dw = rp - b.T @ dx
-        dy = (r_yw - st.y * dw) / st.w
-        dz = (r_xz - st.z * dx) / st.x
-        return dx, dw, dy, dz
-
-    # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
-    # floored at 1 where B y0 - 1 is not positive (an infeasible start, which the residuals rd
-    # of the Newton steps remove).
-    x0 = jnp.full((k,), 0.25 / k, dtype)
-    y0 = jnp.ones((m,), dtype)
-    mu0, om0, up0, low0 = certify(x0, y0)
-    state = _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
-                      upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
-                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
-
-    def converged(st):
-        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
-
-    def cond(st):
-        return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
-
-    def body(st):
-        rp = 1.0 - b.T @ st.x - st.w
-        rd = 1.0 - b @ st.y + st.z
-        mu_c = (st.x @ st.z + st.y @ st.w) / n_comp
-        # Predictor (affine scaling).
-        fac = factor(st)
-        dx, dw, dy, dz = newton(st, fac, rp, rd, -st.x * st.z, -st.y * st.w)
-        ap = jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
-        ad = jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
-        mu_aff = ((st.x + ap * dx) @ (st.z + ad * dz) + (st.y + ad * dy) @ (st.w + ap * dw)) / n_comp
-        sigma = jnp.clip(mu_aff / mu_c, 0.0, 1.0) ** 3
-        # Corrector with centring.
-        r_xz = sigma * mu_c - st.x * st.z - dx * dz
-        r_yw = sigma * mu_c - st.y * st.w - dy * dw
-        dx, dw, dy, dz = newton(st, fac, rp, rd, r_xz, r_yw)
-        ap = 0.99 * jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
-        ad = 0.99 * jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
-        new = (st.x + ap * dx, st.w + ap * dw, st.y + ad * dy, st.z + ad * dz)
-        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v) & (v > 0)) for v in new]))
-        x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
-        mu, om, up, low = certify(x, y)
-        better = ok & (up < st.upper)
-        return _IPMState(
-            x=x, w=w, y=y, z=z,
-            best_mu=jnp.where(better, mu, st.best_mu),
-            best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
-            upper=jnp.where(better, up, st.upper),
-            lower=jnp.where(ok, jnp.maximum(st.lower, low), st.lower),
-            iter_num=st.iter_num + 1,
-            # A failed step (a non-finite factorisation near the optimum, mostly in float32)
-            # is retried with a relative ridge 100x larger, starting at 10 ulps.
-            ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
-            failures=jnp.where(ok, 0, st.failures + 1),
-        )
-
-    st = lax.while_loop(cond, body, state)
-    status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
-    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, STATUS_NONFINITE)
-    return GameSolution(mu=st.best_mu, omega=st.best_omega, upper=st.upper, lower=st.lower,
-                        gap=st.upper - st.lower, iterations=st.iter_num, status=status.astype(jnp.int32))
-
-
 def _noise_floor(gaps, info, lam):
     """Absolute tolerance below which the certificates are rounding noise."""
     scale = jnp.max(jnp.abs(gaps)) + lam * jnp.max(jnp.abs(info))
     return 50.0 * jnp.finfo(gaps.dtype).eps * scale
 
 
-def solve_game(a, config: SolverConfig, mu0, omega0, rtol, atol) -> GameSolution:
-    """min_mu max_g (mu A)_g with the configured solver and an exact certificate."""
-    if config.solver == "ipm":
-        del mu0, omega0  # interior-point methods do not benefit from warm starts
-        return solve_game_ipm(a, maxiter=config.game_maxiter, rtol=rtol, atol=atol)
-    k, m = a.shape
-    mu0 = jnp.full((k,), 1.0 / k, a.dtype) if mu0 is None else mu0
-    omega0 = jnp.full((m,), 1.0 / m, a.dtype) if omega0 is None else omega0
-    grads, cert = _game(a)
-    sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.game_maxiter, rtol=rtol, atol=atol,
-                       check_every=config.check_every)
-    return GameSolution(mu=sol.mu, omega=sol.omega, upper=sol.upper, lower=sol.lower, gap=sol.gap,
-                        iterations=sol.iterations, status=sol.status)
+def _solve_game(a, config: FiniteSolverConfig, rtol, atol, mu0=None, omega0=None) -> GameSolution:
+    return matrix_game.solve_game(a, solver=config.solver, maxiter=config.game_maxiter, rtol=rtol, atol=atol,
+                                  mu0=mu0, omega0=omega0, check_every=config.check_every)
 
 
-def solve_offset(gaps, info, lam, config: SolverConfig = OFFSET_DEFAULTS, mu0=None, omega0=None) -> DecResult:
+def solve_offset(gaps, info, lam, config: FiniteSolverConfig = OFFSET_DEFAULTS, mu0=None, omega0=None) -> DecResult:
     """dec^o_lam as a matrix game (traceable; no argument checks).
 
     Returns a DecResult with ``value`` = max_g mu (Delta - lam I) e_g at the returned mu (no
@@ -423,7 +219,7 @@ def solve_offset(gaps, info, lam, config: SolverConfig = OFFSET_DEFAULTS, mu0=No
     lam = jnp.asarray(lam, dtype)
     a = gaps - lam * info
     atol = config.atol + _noise_floor(gaps, info, lam)
-    sol = solve_game(a, config, mu0, omega0, config.rtol, atol)
+    sol = _solve_game(a, config, config.rtol, atol, mu0, omega0)
     return DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
                      iterations=sol.iterations, status=sol.status, omega=sol.omega)
 
@@ -473,7 +269,7 @@ def _psi(omega, lam, gaps, info, eps2):
     return jnp.min(gaps @ omega - lam * (info @ omega)) + lam * eps2
 
 
-def _interval_bounds(s: _Search, gaps, info, eps2):
+def _interval_bounds(lams, lowers, omegas, gaps, info, eps2):
     """Sorted lams and a certified lower bound of v on each interval between them.
 
     Two bounds, the larger is kept: the zero-order one lb(l_{i+1}) + l_i eps2 (dec^o
@@ -482,8 +278,8 @@ def _interval_bounds(s: _Search, gaps, info, eps2):
     interval is at an end point). The first-order bound is tight to second order in the
     interval's width, so the flat valley around lam* needs few points to be certified.
     """
-    order = jnp.argsort(s.lams)
-    sl, slb, som = s.lams[order], s.lowers[order], s.omegas[order]
+    order = jnp.argsort(lams)
+    sl, slb, som = lams[order], lowers[order], omegas[order]
     left, right = sl[:-1], sl[1:]
     zero_order = slb[1:] + left * eps2
     finite = jnp.isfinite(right)
@@ -498,7 +294,7 @@ def _interval_bounds(s: _Search, gaps, info, eps2):
     return order, sl, bounds
 
 
-def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=None, omega0=None) -> DecResult:
+def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), mu0=None, omega0=None) -> DecResult:
     """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
 
     See the module docstring. Returns a DecResult whose ``value`` = max_g mu (Delta - lam I)
@@ -517,7 +313,7 @@ def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=Non
         # Tolerance relative to the scale of v(lam) = dec^o + lam eps2, not of dec^o alone
         # (which is ~0 for large lam); 1e-3 * max|Delta| keeps lam = 0 from chasing a zero.
         atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return solve_game(gaps - lam * info, config, mu_init, om_init, config.inner_rtol, atol)
+        return _solve_game(gaps - lam * info, config, config.inner_rtol, atol, mu_init, om_init)
 
     p, rounds = config.lam_refine, config.lam_rounds
     # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
@@ -544,7 +340,7 @@ def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=Non
 
     def certified(s):
         best = jnp.min(totals(s))
-        _, _, bounds = _interval_bounds(s, gaps, info, eps2)
+        _, _, bounds = _interval_bounds(s.lams, s.lowers, s.omegas, gaps, info, eps2)
         lower = jnp.minimum(jnp.min(bounds), rng.tail)
         return best, lower
 
@@ -558,7 +354,7 @@ def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=Non
 
     def body(s):
         # Branch and bound: subdivide the interval with the smallest certified lower bound.
-        order, sl, bounds = _interval_bounds(s, gaps, info, eps2)
+        order, sl, bounds = _interval_bounds(s.lams, s.lowers, s.omegas, gaps, info, eps2)
         i = jnp.argmin(bounds)
         left, right = sl[i], sl[i + 1]
         frac = jnp.arange(1, p + 1, dtype=dtype) / (p + 1)
@@ -603,7 +399,7 @@ def solve_acdec(gaps, info, eps2, config: SolverConfig = SolverConfig(), mu0=Non
                      status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
 
 
-def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = SolverConfig(),
+def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfig = FiniteSolverConfig(),
                          factor: float = 1.5, points: int = 5):
     """A cheap local lambda search for agents that re-solve the ac-DEC every round.
 
@@ -611,8 +407,14 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = So
     j = -(points // 2), ..., points // 2 (one batched call), keeps the best, and returns its
     mu with lam*(mu) and the exact objective h(mu). Theorem thm:worst-case holds for any
     adapted lam_t, so an agent may track lam_t this way; the regret bound then involves
-    dec^ac_{eps_t, lam_t} instead of the optimum. ``lower_bound`` and ``gap`` refer to the
-    evaluated lams only (min_i lb(lam_i) + lam_i eps2), not to all lam >= 0.
+    dec^ac_{eps_t, lam_t} instead of the optimum.
+
+    ``lower_bound`` is certified over *all* lam >= 0, like :func:`solve_acdec`'s: the
+    interval bounds between the evaluated lams, the first-order bound from the largest
+    evaluated lam to the proven upper end ``hi`` of the range (with dec^o_hi >= tail - hi
+    eps2), and ``tail`` beyond it. When the tracked lams miss the basin of the minimiser this
+    bound is loose and the ``gap`` large, with status STATUS_MAX_ITER: the answer is then not
+    certified to the tolerance, and says so.
 
     Returns:
       ``(DecResult, lam_grid)``: the result (``lam`` = lam*(mu)) and the grid point that won,
@@ -627,7 +429,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = So
 
     def solve_at(lam):
         atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return solve_game(gaps - lam * info, config, None, None, config.inner_rtol, atol)
+        return _solve_game(gaps - lam * info, config, config.inner_rtol, atol)
 
     sols = jax.vmap(solve_at)(lams)
     totals = sols.upper + lams * eps2
@@ -636,12 +438,21 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: SolverConfig = So
     mu = sols.mu[best]
     _, lam, _ = constrained_objective(mu, gaps, info, eps2)
     value = offset_objective(mu, gaps, info, lam) + lam * eps2
-    lower = jnp.min(sols.lower + lams * eps2)
-    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu))
-    status = jnp.where(finite, sols.status[best], STATUS_NONFINITE).astype(jnp.int32)
-    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=value - lower,
-                       iterations=jnp.sum(sols.iterations).astype(jnp.int32), status=status,
-                       omega=sols.omega[best])
+    # Certified lower bound over all lam >= 0 (see the docstring): the evaluated points plus
+    # a pseudo-point at hi whose dec^o lower bound is tail - hi eps2.
+    rng = lambda_range(gaps, info, eps2)
+    i_last = jnp.argmax(lams)
+    pts = jnp.concatenate([lams, jnp.maximum(rng.hi, lams[i_last])[None]])
+    lows = jnp.concatenate([sols.lower, (rng.tail - rng.hi * eps2)[None]])
+    oms = jnp.concatenate([sols.omega, sols.omega[i_last][None]])
+    _, _, bounds = _interval_bounds(pts, lows, oms, gaps, info, eps2)
+    lower = jnp.minimum(jnp.min(bounds), rng.tail)
+    gap = value - lower
+    tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
+    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu)) & rng.feasible
+    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(gap <= tol, STATUS_OK, STATUS_MAX_ITER))
+    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, status=status.astype(jnp.int32),
+                       iterations=jnp.sum(sols.iterations).astype(jnp.int32), omega=sols.omega[best])
     return result, lams[best]
 
 
@@ -666,8 +477,8 @@ def _check_matrices(gaps, info):
         raise ValueError(f"info must be nonnegative (a divergence), got min {np.min(np.asarray(info))}")
 
 
-def _config(options, base: SolverConfig) -> SolverConfig:
-    fields = {f.name for f in dataclasses.fields(SolverConfig)}
+def _config(options, base: FiniteSolverConfig) -> FiniteSolverConfig:
+    fields = {f.name for f in dataclasses.fields(FiniteSolverConfig)}
     unknown = set(options) - fields
     if unknown:
         raise ValueError(f"unknown solver option(s) {sorted(unknown)}; valid: {sorted(fields)}")
@@ -709,7 +520,7 @@ def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> D
       info: (K, M) I_f >= 0.
       lam: () lam >= 0.
       mu0, omega0: optional (K,) / (M,) warm starts.
-      **options: fields of :class:`SolverConfig` (solver, maxiter, rtol [1e-8], atol,
+      **options: fields of :class:`FiniteSolverConfig` (solver, maxiter, rtol [1e-8], atol,
         check_every). The absolute tolerance always includes a rounding floor
         50 eps (max|Delta| + lam max|I|) (eps of the dtype: ~1e-4 relative is what float32
         reaches).
@@ -746,7 +557,7 @@ def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecRe
       info: (K, M) I_f >= 0.
       eps2: () eps^2 > 0.
       mu0, omega0: optional (K,) / (M,) warm starts for every game.
-      **options: fields of :class:`SolverConfig`.
+      **options: fields of :class:`FiniteSolverConfig`.
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` () = lam*(mu), ``value`` () = max_g mu (Delta - lam I)
@@ -764,7 +575,7 @@ def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecRe
                 "info must have a column g with max_pi info[pi, g] < eps2 (e.g. the reference "
                 "model's own zero column); otherwise the ac-DEC may be unbounded"
             )
-    config = _config(options, SolverConfig())
+    config = _config(options, FiniteSolverConfig())
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),

@@ -56,7 +56,6 @@ import numpy as np
 from e2d_jax import _linalg
 from e2d_jax import _validation as V
 from e2d_jax.dec import frank_wolfe, lambda_search, saddle
-from e2d_jax.envs.linear import ObservableSpan, observable_span
 from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK, DecResult
 
 GAPS = ("delta_f", "delta")
@@ -64,7 +63,58 @@ SOLVERS = ("saddle", "fw-grid", "saddle-grid")
 
 
 # --------------------------------------------------------------------------------------
-# The observable span
+# The observable span (computed once per instance by the builders of ``e2d_jax.envs.linear``)
+
+
+class ObservableSpan(NamedTuple):
+    """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
+
+    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
+    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
+    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
+    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
+    degenerate instances) get an identity block in ``null_proj``; the features have no
+    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
+
+    Attributes:
+      features: (K, r) U^T phi_pi.
+      grams: (K, r, r) U^T G_pi U.
+      null_proj: (r, r) projector on unreached basis directions (usually 0).
+      basis: (d, r) U.
+    """
+
+    features: jax.Array
+    grams: jax.Array
+    null_proj: jax.Array
+    basis: jax.Array
+
+
+def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
+    """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
+
+    Args:
+      features: (K, d).
+      grams: (K, d, d).
+      rank: number of basis vectors r (static). Default: the numerical rank of sum_pi G_pi
+        (``e2d_jax._linalg.numerical_rank``) when the arrays are concrete, else d (exact either
+        way; a smaller r is faster).
+      basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
+    """
+    features = jnp.asarray(features)
+    grams = jnp.asarray(grams, features.dtype)
+    d = features.shape[-1]
+    if basis is None:
+        total = jnp.sum(grams, axis=0)
+        if rank is None:
+            rank = _linalg.numerical_rank(total) if V.is_concrete(total) else d
+        _, vecs = jnp.linalg.eigh(total)
+        basis = vecs[:, ::-1][:, :rank]
+    basis = jnp.asarray(basis, features.dtype)
+    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
+    ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
+    tol = _linalg.rank_tolerance(jnp.max(ev), basis.shape[1], features.dtype)
+    null = (vecs * (ev <= tol)) @ vecs.T
+    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
 
 
 # --------------------------------------------------------------------------------------
@@ -235,7 +285,7 @@ def _offset_problem(s, r, lam, gaps):
 
 
 @dataclasses.dataclass(frozen=True)
-class SolverConfig:
+class LinearSolverConfig:
     """How to solve the program (static: part of the compiled function).
 
     Attributes:
@@ -280,7 +330,7 @@ class SolverConfig:
 
 #: The paper's budget (Appendix 'Experimental Setup'): 100 Frank-Wolfe steps warm-started
 #: from the previous round's mu on a 50-point lambda grid.
-PAPER_BUDGET = SolverConfig(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100, lam_grid=50,
+PAPER_BUDGET = LinearSolverConfig(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100, lam_grid=50,
                             lam_refine=1, lam_rounds=0)
 
 
@@ -332,7 +382,7 @@ def cold_start(k: int, dtype) -> WarmStart:
     return WarmStart(uniform, uniform, jnp.zeros((), dtype))
 
 
-def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverConfig(),
+def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = LinearSolverConfig(),
                 warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable.
 
@@ -380,7 +430,7 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: SolverConfig = SolverC
     return result, WarmStart(mu, omega, step)
 
 
-def solve_offset(s: ObservableSpan, f_hat_r, lam, config: SolverConfig = SolverConfig(),
+def solve_offset(s: ObservableSpan, f_hat_r, lam, config: LinearSolverConfig = LinearSolverConfig(),
                  warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates."""
     warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
@@ -418,16 +468,16 @@ def _check_problem(features, grams, f_hat):
     V.check_shape("f_hat", f_hat, (d,))
 
 
-def _config(solver, options) -> SolverConfig:
+def _config(solver, options) -> LinearSolverConfig:
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if solver == "fw-grid":
-        base = dataclasses.replace(SolverConfig(), solver="fw-grid", maxiter=1000, check_every=50)
+        base = dataclasses.replace(LinearSolverConfig(), solver="fw-grid", maxiter=1000, check_every=50)
     elif solver == "saddle-grid":
-        base = dataclasses.replace(SolverConfig(), solver="saddle-grid", maxiter=1000)
+        base = dataclasses.replace(LinearSolverConfig(), solver="saddle-grid", maxiter=1000)
     else:
-        base = SolverConfig()
-    fields = {f.name for f in dataclasses.fields(SolverConfig)}
+        base = LinearSolverConfig()
+    fields = {f.name for f in dataclasses.fields(LinearSolverConfig)}
     unknown = set(options) - fields
     if unknown:
         raise ValueError(f"unknown solver option(s) {sorted(unknown)}; valid: {sorted(fields - {'solver'})}")
@@ -450,10 +500,7 @@ def _static_rank(grams, rank):
             raise ValueError(f"rank must be <= d={grams.shape[-1]}, got {rank}")
         return rank
     if V.is_concrete(grams):
-        total = np.asarray(jnp.sum(grams, axis=0), np.float64)
-        ev = np.linalg.eigvalsh(total)
-        tol = max(ev.max(), 0.0) * total.shape[0] * np.finfo(np.asarray(grams).dtype).eps * 100
-        return max(1, int(np.sum(ev > tol)))
+        return _linalg.numerical_rank(np.sum(np.asarray(grams), axis=0))
     return grams.shape[-1]
 
 
@@ -491,7 +538,7 @@ def linear_acdec(features, grams, f_hat, eps2, *, solver: str = "saddle", gaps: 
       gaps: ``"delta_f"`` (Lemma lem:linear-dec; default) or ``"delta"``.
       mu0, omega0: optional (K,) warm starts.
       rank: dimension of the observable span if known (static); see ``observable_span``.
-      **options: fields of :class:`SolverConfig` (maxiter, rtol, atol, check_every, lam_grid,
+      **options: fields of :class:`LinearSolverConfig` (maxiter, rtol, atol, check_every, lam_grid,
         lam_refine, lam_rounds).
 
     Returns:

@@ -64,8 +64,7 @@ class SaddleState(NamedTuple):
 
 def _normalise_logits(logits):
     """(p, log p) for p = softmax(logits) mixed with FLOOR of the uniform distribution."""
-    e = jnp.exp(logits - jnp.max(logits))
-    p = (1.0 - FLOOR) * (e / jnp.sum(e)) + FLOOR / logits.shape[0]
+    p = (1.0 - FLOOR) * jax.nn.softmax(logits) + FLOOR / logits.shape[0]
     return p, jnp.log(p)
 
 

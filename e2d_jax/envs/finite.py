@@ -272,26 +272,33 @@ def _default_dtype(dtype):
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
+def _shape_of(x):
+    return tuple(np.shape(x)) if V.is_concrete(x) else tuple(x.shape)
+
+
 def _check_obs(obs, m_models, k, name="obs"):
+    """Checks an observation family's shapes (always) and values (when concrete); returns m."""
     if isinstance(obs, GaussianObs):
         V.check_floating(f"{name}.means", obs.means)
-        means = np.asarray(obs.means)
-        if means.ndim != 3 or means.shape[:2] != (m_models, k):
-            raise ValueError(f"{name}.means must have shape (M, K, m) = ({m_models}, {k}, m), got {means.shape}")
-        V.check_finite(f"{name}.means", means)
+        shape = _shape_of(obs.means)
+        if len(shape) != 3 or shape[:2] != (m_models, k):
+            raise ValueError(f"{name}.means must have shape (M, K, m) = ({m_models}, {k}, m), got {shape}")
+        V.check_finite(f"{name}.means", obs.means)
         V.check_positive(f"{name}.sigma", obs.sigma)
-        return means.shape[2]
+        return shape[2]
     if isinstance(obs, BernoulliObs):
         V.check_floating(f"{name}.probs", obs.probs)
-        probs = np.asarray(obs.probs)
-        if probs.ndim != 3 or probs.shape[:2] != (m_models, k):
-            raise ValueError(f"{name}.probs must have shape (M, K, m) = ({m_models}, {k}, m), got {probs.shape}")
-        if not np.all((probs > 0) & (probs < 1)):
-            raise ValueError(
-                f"{name}.probs must lie strictly between 0 and 1 (a 0 or 1 makes the KL divergence "
-                f"infinite), got values in [{probs.min()}, {probs.max()}]"
-            )
-        return probs.shape[2]
+        shape = _shape_of(obs.probs)
+        if len(shape) != 3 or shape[:2] != (m_models, k):
+            raise ValueError(f"{name}.probs must have shape (M, K, m) = ({m_models}, {k}, m), got {shape}")
+        if V.is_concrete(obs.probs):
+            probs = np.asarray(obs.probs)
+            if not np.all((probs > 0) & (probs < 1)):
+                raise ValueError(
+                    f"{name}.probs must lie strictly between 0 and 1 (a 0 or 1 makes the KL divergence "
+                    f"infinite), got values in [{probs.min()}, {probs.max()}]"
+                )
+        return shape[2]
     raise ValueError(f"{name} must be a GaussianObs or BernoulliObs, got {type(obs).__name__}")
 
 
@@ -303,7 +310,8 @@ def _cast_obs(obs, dtype):
 
 def finite_class(rewards, obs: ObsFamily, *, obs_mask=None, true_model=0, linear_model=None,
                  dtype=None) -> FiniteEnvParams:
-    """An instance from explicit arrays (concrete NumPy or JAX arrays).
+    """An instance from explicit arrays (NumPy or JAX; traced arrays are accepted, e.g. under
+    ``jax.vmap``, and then only their shapes are checked).
 
     Args:
       rewards: (M, K) reward table r_g(pi), M >= 2 models, K >= 2 actions.
@@ -318,33 +326,36 @@ def finite_class(rewards, obs: ObsFamily, *, obs_mask=None, true_model=0, linear
     Returns:
       FiniteEnvParams.
     """
+    if isinstance(rewards, (list, tuple)):
+        rewards = np.asarray(rewards, np.float64)
     V.check_floating("rewards", rewards)
-    rewards_np = np.asarray(rewards)
-    if rewards_np.ndim != 2:
-        raise ValueError(f"rewards must have shape (M, K), got {rewards_np.shape}")
-    m_models, k = rewards_np.shape
+    shape = _shape_of(rewards)
+    if len(shape) != 2:
+        raise ValueError(f"rewards must have shape (M, K), got {shape}")
+    m_models, k = shape
     if m_models < 2:
         raise ValueError(f"rewards must have M >= 2 rows (models), got M={m_models}")
     if k < 2:
         raise ValueError(f"rewards must have K >= 2 columns (actions), got K={k}")
-    V.check_finite("rewards", rewards_np)
+    V.check_finite("rewards", rewards)
     m = _check_obs(obs, m_models, k)
     if obs_mask is None:
         obs_mask = np.ones((k, m), bool)
     V.check_shape("obs_mask", obs_mask, (k, m))
     dtype = _default_dtype(dtype)
     obs = _cast_obs(obs, dtype)
-    model = FiniteModel(rewards=jnp.asarray(rewards_np, dtype), obs=obs,
-                        obs_mask=jnp.asarray(np.asarray(obs_mask, bool)), linear=linear_model)
+    model = FiniteModel(rewards=jnp.asarray(rewards, dtype), obs=obs,
+                        obs_mask=jnp.asarray(obs_mask, bool), linear=linear_model)
     if isinstance(true_model, tuple):
         true_rewards, true_obs = true_model
         V.check_shape("true_model rewards", true_rewards, (k,))
         if type(true_obs) is not type(obs):
             raise ValueError(f"true_model obs must be a {type(obs).__name__} like obs, got {type(true_obs).__name__}")
-        lifted = jax.tree_util.tree_map(lambda x: np.asarray(x)[None] if np.ndim(x) == 2 else x, true_obs)
+        lifted = jax.tree_util.tree_map(lambda x: x[None] if jnp.ndim(x) == 2 else x, true_obs)
         _check_obs(lifted, 1, k, name="true_model obs")
         true_obs = _cast_obs(true_obs, dtype)
-        if isinstance(obs, GaussianObs) and not np.allclose(np.asarray(true_obs.sigma), np.asarray(obs.sigma)):
+        if (isinstance(obs, GaussianObs) and V.is_concrete(true_obs.sigma) and V.is_concrete(obs.sigma)
+                and not np.allclose(np.asarray(true_obs.sigma), np.asarray(obs.sigma))):
             raise ValueError("true_model obs.sigma must equal the class's known sigma")
         index = -1
         true_rewards = jnp.asarray(true_rewards, dtype)
@@ -363,9 +374,19 @@ def _check_sizes(num_actions, num_models):
 
 
 def _uniform(key, shape):
-    """U[0, 1) draws generated in float32 whatever the x64 flag, so an instance does not
-    depend on the precision it is run in."""
-    return np.asarray(jax.random.uniform(key, shape, jnp.float32), np.float64)
+    """U[0, 1) draws generated in float32 whatever the x64 flag (the builders cast them and
+    compute in their dtype), so an instance does not depend on the precision it is run in
+    beyond that precision's rounding (traceable: the builders vmap over keys)."""
+    return jax.random.uniform(key, shape, jnp.float32)
+
+
+def _linear_view(rewards, obs_matrices, obs_mask, sigma, dtype):
+    """The class as a linear model (phi_pi = e_pi, f = r_g) for the linear baselines; its
+    radius is max_g ||r_g|| (known from the class). Traceable."""
+    k = rewards.shape[1]
+    eye = jnp.eye(k, dtype=dtype)
+    radius = jnp.max(jnp.linalg.norm(jnp.asarray(rewards, dtype), axis=1))
+    return _linear._assemble(eye, jnp.asarray(obs_matrices, dtype), jnp.asarray(obs_mask, bool), sigma, k, radius)
 
 
 def _gaussian_bandit(means, sigma, true_model, dtype):
@@ -373,16 +394,15 @@ def _gaussian_bandit(means, sigma, true_model, dtype):
 
     ``true_model`` is an index, or a (K,) mean vector for an f* outside the class.
     """
-    means = np.asarray(means, np.float64)
     k = means.shape[1]
     if not isinstance(true_model, (int, np.integer)):
-        vec = np.asarray(true_model, np.float64)
+        vec = jnp.asarray(true_model)
         V.check_shape("true_model", vec, (k,), what="an index or a (K,) mean vector")
         true_model = (vec, GaussianObs(vec[:, None], sigma))
     params = finite_class(means, GaussianObs(means[:, :, None], sigma), true_model=true_model, dtype=dtype)
     dt = params.true_rewards.dtype
     eye = jnp.eye(k, dtype=dt)
-    view = _linear.linear_side_observation(eye, eye[:, None, :], params.true_rewards, sigma=sigma).model
+    view = _linear_view(params.model.rewards, eye[:, None, :], jnp.ones((k, 1), bool), sigma, dt)
     return params._replace(model=params.model._replace(linear=view))
 
 
@@ -394,16 +414,20 @@ def multi_armed_bandit_class(key: jax.Array, num_actions: int, num_models: int, 
     Table 1); action pi observes N(r_g(pi), sigma^2).
 
     Args:
-      key: PRNG key for the mean vectors.
+      key: PRNG key for the mean vectors (``jax.vmap`` over keys gives a batch of classes).
       num_actions: K >= 2.
       num_models: M >= 2.
       sigma: known noise standard deviation (> 0).
       true_model: index of f* in the class (default 0), or a (K,) mean vector.
       dtype: float dtype.
+
+    Returns:
+      FiniteEnvParams with a linear view (radius max_g ||r_g||).
     """
     _check_sizes(num_actions, num_models)
     V.check_positive("sigma", sigma)
-    return _gaussian_bandit(_uniform(key, (num_models, num_actions)), sigma, true_model, dtype)
+    dtype = _default_dtype(dtype)
+    return _gaussian_bandit(_uniform(key, (num_models, num_actions)).astype(dtype), sigma, true_model, dtype)
 
 
 def multi_armed_bandit_grid(num_actions: int, levels, *, sigma: float = 1.0, true_model=0,
@@ -441,11 +465,13 @@ def revealing_class(key: jax.Array, num_actions: int, num_models: int, *, sigma:
     informations, I_f(pi_hat, g) = gain^2 ||r_g - r_f||^2 / (2 sigma^2), at a regret of at
     least ``reward_range[0] - revealing_reward`` per play.
 
-    UCB and TS never play pi_hat (no model makes it optimal); E2D plays it when the
-    information is worth the regret, which is the effect the paper's Experiment 2 shows.
+    No model makes pi_hat optimal, yet the linear-view UCB and TS do play it, rarely:
+    measured on the CLI's ``finite-revealing`` class (K=10, M=30, gain 3, 300 rounds), see
+    README 'Agents'. E2D plays it when the information is worth the regret, which is the
+    effect the paper's Experiment 2 shows.
 
     Args:
-      key: PRNG key for the reward table.
+      key: PRNG key for the reward table (``jax.vmap`` over keys gives a batch of classes).
       num_actions: K >= 3 (K-1 ordinary arms and pi_hat).
       num_models: M >= 2.
       sigma: known noise standard deviation (> 0).
@@ -457,7 +483,7 @@ def revealing_class(key: jax.Array, num_actions: int, num_models: int, *, sigma:
 
     Returns:
       FiniteEnvParams with m = K observation coordinates and a linear view (the revealing
-      semi-bandit with phi_pi = e_pi and M_pi_hat = gain * I_K).
+      semi-bandit with phi_pi = e_pi and M_pi_hat = gain * I_K, radius max_g ||r_g||).
     """
     V.check_int("num_actions", num_actions, minimum=3)
     V.check_int("num_models", num_models, minimum=2)
@@ -471,15 +497,16 @@ def revealing_class(key: jax.Array, num_actions: int, num_models: int, *, sigma:
     if gain < 1:
         raise ValueError(f"gain must be >= 1 (the reward must be observed, Example 2.2), got {gain}")
     k = num_actions
-    u = _uniform(key, (num_models, k - 1))
-    rewards = np.concatenate([lo + (hi - lo) * u, np.full((num_models, 1), revealing_reward)], axis=1)
+    dtype = _default_dtype(dtype)
+    u = _uniform(key, (num_models, k - 1)).astype(dtype)
+    rewards = jnp.concatenate([lo + (hi - lo) * u, jnp.full((num_models, 1), revealing_reward, u.dtype)], axis=1)
     rev = k - 1
     obs_mask = np.zeros((k, k), bool)
     obs_mask[:, 0] = True
     obs_mask[rev, :] = True
-    means = np.zeros((num_models, k, k))
-    means[:, :, 0] = rewards
-    means[:, rev, :] = gain * rewards
+    is_rev = (np.arange(k) == rev)[None, :, None]
+    first = (np.arange(k) == 0)[None, None, :]
+    means = jnp.where(is_rev, gain * rewards[:, None, :], jnp.where(first, rewards[:, :, None], 0.0))
     params = finite_class(rewards, GaussianObs(means, sigma), obs_mask=obs_mask, true_model=true_model,
                           dtype=dtype)
     dt = params.true_rewards.dtype
@@ -487,8 +514,7 @@ def revealing_class(key: jax.Array, num_actions: int, num_models: int, *, sigma:
     obs_matrices = np.zeros((k, k, k))
     obs_matrices[:, 0, :] = eye
     obs_matrices[rev] = gain * eye
-    view = _linear.linear_side_observation(jnp.asarray(eye, dt), jnp.asarray(obs_matrices, dt), params.true_rewards,
-                                           sigma=sigma, obs_mask=obs_mask).model
+    view = _linear_view(params.model.rewards, obs_matrices, obs_mask, sigma, dt)
     return params._replace(model=params.model._replace(linear=view))
 
 
@@ -496,11 +522,13 @@ def bernoulli_bandit_class(key: jax.Array, num_actions: int, num_models: int, *,
                            high: float = 0.95, true_model: int = 0, dtype=None) -> FiniteEnvParams:
     """K-armed Bernoulli bandit: M probability vectors i.i.d. uniform on [low, high]^K.
 
-    Action pi observes Bernoulli(r_g(pi)); the reward is the success probability.
+    Action pi observes Bernoulli(r_g(pi)); the reward is the success probability. ``key`` may
+    be a batch under ``jax.vmap``.
     """
     _check_sizes(num_actions, num_models)
     if not 0 < low < high < 1:
         raise ValueError(f"low and high must satisfy 0 < low < high < 1, got low={low}, high={high}")
-    u = _uniform(key, (num_models, num_actions))
+    dtype = _default_dtype(dtype)
+    u = _uniform(key, (num_models, num_actions)).astype(dtype)
     probs = low + (high - low) * u
     return finite_class(probs, BernoulliObs(probs[:, :, None]), true_model=true_model, dtype=dtype)

@@ -34,62 +34,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from e2d_jax import _linalg
 from e2d_jax import _validation as V
+from e2d_jax.dec.linear import ObservableSpan, observable_span
 from e2d_jax.types import Environment
-
-
-class ObservableSpan(NamedTuple):
-    """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
-
-    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
-    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
-    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
-    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
-    degenerate instances) get an identity block in ``null_proj``; the features have no
-    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
-
-    Attributes:
-      features: (K, r) U^T phi_pi.
-      grams: (K, r, r) U^T G_pi U.
-      null_proj: (r, r) projector on unreached basis directions (usually 0).
-      basis: (d, r) U.
-    """
-
-    features: jax.Array
-    grams: jax.Array
-    null_proj: jax.Array
-    basis: jax.Array
-
-
-def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
-    """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
-
-    Args:
-      features: (K, d).
-      grams: (K, d, d).
-      rank: number of basis vectors r (static). Default: the numerical rank of sum_pi G_pi
-        when the arrays are concrete, else d (exact either way; a smaller r is faster).
-      basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
-    """
-    features = jnp.asarray(features)
-    grams = jnp.asarray(grams, features.dtype)
-    d = features.shape[-1]
-    if basis is None:
-        total = jnp.sum(grams, axis=0)
-        if rank is None:
-            rank = d
-            if V.is_concrete(total):
-                ev = np.linalg.eigvalsh(np.asarray(total, np.float64))
-                tol = max(ev.max(), 0.0) * d * np.finfo(np.asarray(total).dtype).eps * 100
-                rank = max(1, int(np.sum(ev > tol)))
-        _, vecs = jnp.linalg.eigh(total)
-        basis = vecs[:, ::-1][:, :rank]
-    basis = jnp.asarray(basis, features.dtype)
-    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
-    ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
-    tol = jnp.max(ev) * basis.shape[1] * jnp.finfo(features.dtype).eps * 100
-    null = (vecs * (ev <= tol)) @ vecs.T
-    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
 
 
 class LinearModel(NamedTuple):
@@ -101,6 +49,10 @@ class LinearModel(NamedTuple):
       obs_mask: (K, m) bool, True on the m_pi real rows of each M_pi.
       grams: (K, d, d) float, G_pi = M_pi^T M_pi.
       sigma: () float, noise standard deviation (known to the learner).
+      radius: () float, S: the class's known bound ||f*|| <= S (UCB's confidence width uses
+        it). 1 for the random semi-bandit and linear-bandit instances (f* on the unit sphere),
+        sqrt(K) for the multi-armed bandit (means in [0, 1]^K), the given or the true norm
+        for instances built from arrays.
       span: the model class in a basis of its observable span (see :class:`ObservableSpan`),
         precomputed once so that agents never redo it per round.
     """
@@ -110,6 +62,7 @@ class LinearModel(NamedTuple):
     obs_mask: jax.Array
     grams: jax.Array
     sigma: jax.Array
+    radius: jax.Array
     span: ObservableSpan
 
     @property
@@ -162,7 +115,7 @@ def _default_dtype(dtype):
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _assemble(features, obs_matrices, obs_mask, sigma, rank) -> LinearModel:
+def _assemble(features, obs_matrices, obs_mask, sigma, rank, radius) -> LinearModel:
     grams = jnp.einsum("kmi,kmj->kij", obs_matrices, obs_matrices)
     return LinearModel(
         features=features,
@@ -170,6 +123,7 @@ def _assemble(features, obs_matrices, obs_mask, sigma, rank) -> LinearModel:
         obs_mask=obs_mask,
         grams=grams,
         sigma=jnp.asarray(sigma, dtype=features.dtype),
+        radius=jnp.asarray(radius, dtype=features.dtype),
         span=observable_span(features, grams, rank=rank),
     )
 
@@ -180,7 +134,10 @@ def _check_sizes(d, num_actions):
 
 
 def _unit_sphere(key, shape, dtype):
-    x = jax.random.normal(key, shape, dtype=dtype)
+    """Uniform on the unit sphere: the Gaussian draw is made in float32 whatever the x64 flag
+    (then cast and normalised in ``dtype``), so an instance depends on its key only, not on
+    the precision it is run in (up to that precision's rounding)."""
+    x = jax.random.normal(key, shape, dtype=jnp.float32).astype(dtype)
     return x / jnp.linalg.norm(x, axis=-1, keepdims=True)
 
 
@@ -200,16 +157,18 @@ def semi_bandit(
     xi ~ N(0, I_K). The revealing action is suboptimal.
 
     Args:
-      key: PRNG key for the random features, f* and revealing action.
+      key: PRNG key for the random features, f* and revealing action (a batch of keys under
+        ``jax.vmap`` gives a batch of instances).
       d: feature dimension (>= 1).
       num_actions: K (>= 2).
-      sigma: noise standard deviation (> 0).
+      sigma: noise standard deviation (> 0; may be traced).
       revealing_action: index of pi_hat; default uniform among the suboptimal actions. A
         given index is used as is (the caller is responsible for it being suboptimal).
-      dtype: float dtype (default: float64 if x64 is enabled, else float32).
+      dtype: float dtype (default: float64 if x64 is enabled, else float32). The draws are
+        made in float32 and cast, so the instance does not depend on the dtype.
 
     Returns:
-      LinearEnvParams with m = K observation rows.
+      LinearEnvParams with m = K observation rows and ``model.radius`` = 1.
     """
     _check_sizes(d, num_actions)
     V.check_positive("sigma", sigma)
@@ -224,7 +183,7 @@ def semi_bandit(
     features = _unit_sphere(k_feat, (num_actions, d), dtype)
     theta = _unit_sphere(k_theta, (d,), dtype)
     if revealing_action is None:
-        best = jnp.argmax(features @ theta)
+        best = jnp.argmax(features.astype(jnp.float32) @ theta.astype(jnp.float32))
         idx = jax.random.randint(k_rev, (), 0, num_actions - 1)
         rev = idx + (idx >= best)
     else:
@@ -232,8 +191,11 @@ def semi_bandit(
     return semi_bandit_from_features(features, theta, rev, sigma=sigma)
 
 
-def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0) -> LinearEnvParams:
-    """The revealing semi-bandit for given features (K, d), f* (d,) and revealing index."""
+def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0, radius=1.0) -> LinearEnvParams:
+    """The revealing semi-bandit for given features (K, d), f* (d,) and revealing index.
+
+    ``radius`` is the known bound S on ||f*|| (1: f* on the unit sphere).
+    """
     features = jnp.asarray(features)
     num_actions, d = features.shape
     eye = jnp.eye(num_actions, dtype=bool)
@@ -242,7 +204,7 @@ def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0) -
     obs_matrices = jnp.where(reveal, features[None, :, :], own)
     first_row = jnp.zeros((num_actions, num_actions), bool).at[:, 0].set(True)
     obs_mask = jnp.where(reveal[:, :, 0], jnp.ones_like(eye), first_row)
-    model = _assemble(features, obs_matrices, obs_mask, sigma, min(d, num_actions))
+    model = _assemble(features, obs_matrices, obs_mask, sigma, min(d, num_actions), radius)
     return LinearEnvParams(model=model, theta=jnp.asarray(theta, features.dtype))
 
 
@@ -255,26 +217,30 @@ def linear_bandit(key, d: int, num_actions: int, *, sigma: float = 1.0, dtype=No
     features = _unit_sphere(k_feat, (num_actions, d), dtype)
     theta = _unit_sphere(k_theta, (d,), dtype)
     model = _assemble(
-        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, min(d, num_actions)
+        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, min(d, num_actions), 1.0
     )
     return LinearEnvParams(model=model, theta=theta)
 
 
 def multi_armed_bandit(key, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
-    """K-armed Gaussian bandit as a linear bandit with phi_pi = e_pi; means i.i.d. U[0, 1]."""
+    """K-armed Gaussian bandit as a linear bandit with phi_pi = e_pi; means i.i.d. U[0, 1].
+
+    The class is f in [0, 1]^K, so ``model.radius`` = sqrt(K) (UCB's bound on ||f*||).
+    """
     V.check_int("num_actions", num_actions, minimum=2)
     V.check_positive("sigma", sigma)
     dtype = _default_dtype(dtype)
     features = jnp.eye(num_actions, dtype=dtype)
-    theta = jax.random.uniform(key, (num_actions,), dtype=dtype)
+    theta = jax.random.uniform(key, (num_actions,), dtype=jnp.float32).astype(dtype)
     model = _assemble(
-        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, num_actions
+        features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, num_actions,
+        np.sqrt(num_actions),
     )
     return LinearEnvParams(model=model, theta=theta)
 
 
 def linear_side_observation(
-    features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None
+    features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None, radius=None
 ) -> LinearEnvParams:
     """An instance from explicit arrays (concrete NumPy or JAX arrays).
 
@@ -284,6 +250,7 @@ def linear_side_observation(
       theta: (d,) the true parameter f*.
       sigma: noise standard deviation (> 0).
       obs_mask: optional (K, m) bool; default: the rows that are not identically zero.
+      radius: the known bound S >= ||theta|| of the class (UCB's width); default ||theta||.
 
     The paper assumes phi_pi phi_pi^T <= M_pi^T M_pi (the reward is observed); this is
     checked, since the linear DEC relies on every feature lying in the observable span.
@@ -319,13 +286,19 @@ def linear_side_observation(
                 f"obs_matrices[{k}] does not observe the reward of action {k}: the paper "
                 "requires phi_pi phi_pi^T <= M_pi^T M_pi (Example 2.2)"
             )
-    eig = np.linalg.eigvalsh(grams.sum(0))
-    rank = int(np.sum(eig > eig.max() * 1e-10)) if eig.max() > 0 else d
+    theta_np = np.asarray(theta, np.float64)
+    if radius is None:
+        radius = float(np.linalg.norm(theta_np))
+    else:
+        V.check_positive("radius", radius)
+        if float(radius) < np.linalg.norm(theta_np) * (1 - 1e-6):
+            raise ValueError(f"radius must be >= ||theta|| = {np.linalg.norm(theta_np):.6g}, got {radius}")
     dtype = jnp.asarray(features).dtype
     if not jnp.issubdtype(dtype, jnp.floating):
         dtype = _default_dtype(None)
+    rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
     model = _assemble(
-        jnp.asarray(features_np, dtype), jnp.asarray(obs_np, dtype), jnp.asarray(obs_mask), sigma, max(rank, 1)
+        jnp.asarray(features_np, dtype), jnp.asarray(obs_np, dtype), jnp.asarray(obs_mask), sigma, rank, radius
     )
     return LinearEnvParams(model=model, theta=jnp.asarray(theta, dtype))
 

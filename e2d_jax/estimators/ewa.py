@@ -23,7 +23,6 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import logsumexp
 
 from e2d_jax import _validation as V
 
@@ -49,13 +48,13 @@ def update(state: EWAState, log_likelihood: jax.Array, *, eta: float = 1.0) -> E
       state: current weights.
       log_likelihood: (M,) log M_f(y_t | pi_t) for every model (constants common to all
         models may be dropped).
-      eta: learning rate (> 0; 1 in Algorithm 2).
+      eta: learning rate (> 0; 1 in Algorithm 2; may be traced).
 
     Returns:
       The new state.
     """
     logits = state.log_weights + eta * log_likelihood.astype(state.log_weights.dtype)
-    return EWAState(log_weights=logits - logsumexp(logits), count=state.count + 1)
+    return EWAState(log_weights=jax.nn.log_softmax(logits), count=state.count + 1)
 
 
 def posterior(state: EWAState) -> jax.Array:

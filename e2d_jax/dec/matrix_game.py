@@ -1,0 +1,219 @@
+"""Matrix games min_mu max_omega mu A omega over two simplices, with exact certificates.
+
+For any pair (mu, omega), ``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi``
+a valid lower bound on the game's value (weak duality); every solver here keeps the best of
+each, so the returned gap is certified whatever the iteration did. Two solvers:
+
+* ``"ipm"`` (default): a primal-dual interior-point method on von Neumann's LP form of the
+  game (:func:`solve_game_ipm`), one K x K Cholesky per iteration, 10-25 iterations to
+  1e-8 relative in float64. Measured on 5 x 30 games from random bandit classes (2-core CPU,
+  float64, ``benchmarks/finite_throughput.py``): 23,000-39,000 games/s in batches of 100 to
+  10,000 at errors <= 5e-9, against 700-1,100 games/s for mirror-prox, which needs hundreds
+  to thousands of iterations (O(1/T)) and met 1e-4 within 2000 iterations on only 65% of
+  the games, and 780-830 games/s for scipy's linprog (HiGHS) one at a time.
+* ``"mirror-prox"``: the optimistic mirror-prox of ``e2d_jax.dec.saddle`` (warm-startable).
+
+The finite-class DEC programs (``e2d_jax.dec.finite``) are built from these games.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from e2d_jax import _linalg
+from e2d_jax.dec import saddle
+from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK
+
+SOLVERS = ("ipm", "mirror-prox")
+
+
+
+def _game(a):
+    """grads / certificate of the bilinear game min_mu max_omega mu A omega."""
+
+    def grads(mu, omega):
+        return a @ omega, mu @ a
+
+    def certificate(mu, omega):
+        return jnp.max(mu @ a), jnp.min(a @ omega)
+
+    return grads, certificate
+
+
+class GameSolution(NamedTuple):
+    """A matrix game's answer with its exact certificate (same fields as saddle's)."""
+
+    mu: jax.Array  # (K,) min player, on the simplex
+    omega: jax.Array  # (M,) max player, on the simplex
+    upper: jax.Array  # () max_g (mu A)_g, the exact value of mu
+    lower: jax.Array  # () min_pi (A omega)_pi, a valid lower bound on the game value
+    gap: jax.Array  # () upper - lower >= 0
+    iterations: jax.Array  # () int32
+    status: jax.Array  # () int32
+
+
+class _IPMState(NamedTuple):
+    x: jax.Array  # (K,) primal variables (the min player, unnormalised)
+    w: jax.Array  # (M,) primal slacks
+    y: jax.Array  # (M,) dual variables (the max player, unnormalised)
+    z: jax.Array  # (K,) dual slacks
+    best_mu: jax.Array  # (K,)
+    best_omega: jax.Array  # (M,)
+    upper: jax.Array  # ()
+    lower: jax.Array  # ()
+    iter_num: jax.Array  # () int32
+    ridge: jax.Array  # () relative ridge added to the Newton matrix (0 until a step fails)
+    failures: jax.Array  # () int32 consecutive failed Newton steps
+
+
+def _max_step(v, dv):
+    """Largest alpha in (0, 1] with v + alpha dv >= 0 (v > 0)."""
+    ratio = jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf)
+    return jnp.minimum(1.0, jnp.min(ratio))
+
+
+def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
+    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
+
+    With B = (A - min A) / (max A - min A) + 1 (entries in [1, 2], same optimal strategies,
+    value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
+
+        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
+        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
+
+    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is strictly feasible. Each
+    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
+    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
+    15-25 iterations reach 1e-10 in float64 whatever the game.
+
+    The certificate does not rely on the interior-point method: every iteration the
+    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
+    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
+    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
+    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
+    where E becomes ill-conditioned; the best certified pair so far is returned).
+    """
+    k, m = a.shape
+    dtype = a.dtype
+    # Shift by the max player's pure security level lo = max_g min_pi A <= val(A), not by
+    # min A: val(B) >= 1 > 0 is all the reduction needs, and entries far below the value
+    # (large lam times a large divergence) no longer squeeze the relevant ones into a few
+    # float32 ulps.
+    lo, hi = jnp.max(jnp.min(a, axis=0)), jnp.max(a)
+    spread = jnp.maximum(hi - lo, jnp.finfo(dtype).tiny ** 0.5)
+    b = (a - lo) / spread + 1.0
+    n_comp = k + m
+
+    def certify(x, y):
+        mu = x / jnp.sum(x)
+        om = y / jnp.sum(y)
+        return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
+
+    def factor(st):
+        e = st.y / st.w
+        mat = (b * e) @ b.T + jnp.diag(st.z / st.x)
+        mat = mat + st.ridge * jnp.max(jnp.diagonal(mat)) * jnp.eye(k, dtype=dtype)
+        return e, mat, _linalg.psd_cholesky(mat)
+
+    def newton(st, fac, rp, rd, r_xz, r_yw):
+        e, mat, low = fac
+        rhs = rd + b @ (e * rp - r_yw / st.w) + r_xz / st.x
+        dx = _linalg.cholesky_solve(low, rhs)
+        # One step of iterative refinement: recovers most of the accuracy the ill-conditioned
+        # normal matrix costs near the optimum (float32 especially).
+        dx = dx + _linalg.cholesky_solve(low, rhs - mat @ dx)
+        dw = rp - b.T @ dx
+        dy = (r_yw - st.y * dw) / st.w
+        dz = (r_xz - st.z * dx) / st.x
+        return dx, dw, dy, dz
+
+    # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
+    # floored at 1 where B y0 - 1 is not positive (an infeasible start, which the residuals rd
+    # of the Newton steps remove).
+    x0 = jnp.full((k,), 0.25 / k, dtype)
+    y0 = jnp.ones((m,), dtype)
+    mu0, om0, up0, low0 = certify(x0, y0)
+    state = _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
+                      upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
+                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
+
+    def converged(st):
+        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
+
+    def cond(st):
+        return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
+
+    def body(st):
+        rp = 1.0 - b.T @ st.x - st.w
+        rd = 1.0 - b @ st.y + st.z
+        mu_c = (st.x @ st.z + st.y @ st.w) / n_comp
+        # Predictor (affine scaling).
+        fac = factor(st)
+        dx, dw, dy, dz = newton(st, fac, rp, rd, -st.x * st.z, -st.y * st.w)
+        ap = jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+        ad = jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+        mu_aff = ((st.x + ap * dx) @ (st.z + ad * dz) + (st.y + ad * dy) @ (st.w + ap * dw)) / n_comp
+        sigma = jnp.clip(mu_aff / mu_c, 0.0, 1.0) ** 3
+        # Corrector with centring.
+        r_xz = sigma * mu_c - st.x * st.z - dx * dz
+        r_yw = sigma * mu_c - st.y * st.w - dy * dw
+        dx, dw, dy, dz = newton(st, fac, rp, rd, r_xz, r_yw)
+        ap = 0.99 * jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+        ad = 0.99 * jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+        new = (st.x + ap * dx, st.w + ap * dw, st.y + ad * dy, st.z + ad * dz)
+        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v) & (v > 0)) for v in new]))
+        x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
+        mu, om, up, low = certify(x, y)
+        better = ok & (up < st.upper)
+        return _IPMState(
+            x=x, w=w, y=y, z=z,
+            best_mu=jnp.where(better, mu, st.best_mu),
+            best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
+            upper=jnp.where(better, up, st.upper),
+            lower=jnp.where(ok, jnp.maximum(st.lower, low), st.lower),
+            iter_num=st.iter_num + 1,
+            # A failed step (a non-finite factorisation near the optimum, mostly in float32)
+            # is retried with a relative ridge 100x larger, starting at 10 ulps.
+            ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
+            failures=jnp.where(ok, 0, st.failures + 1),
+        )
+
+    st = lax.while_loop(cond, body, state)
+    status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
+    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, STATUS_NONFINITE)
+    return GameSolution(mu=st.best_mu, omega=st.best_omega, upper=st.upper, lower=st.lower,
+                        gap=st.upper - st.lower, iterations=st.iter_num, status=status.astype(jnp.int32))
+
+
+
+def solve_game(a, *, solver: str, maxiter: int, rtol, atol, mu0=None, omega0=None,
+               check_every: int = 25) -> GameSolution:
+    """min_mu max_g (mu A)_g with the named solver (``SOLVERS``) and an exact certificate.
+
+    Args:
+      a: (K, M) the payoff matrix (the min player picks rows).
+      solver: ``"ipm"`` or ``"mirror-prox"``.
+      maxiter: iteration budget.
+      rtol, atol: stop at ``gap <= rtol |upper| + atol``.
+      mu0, omega0: warm starts (mirror-prox only; the interior-point method ignores them).
+      check_every: mirror-prox iterations between certificates.
+
+    Returns:
+      GameSolution.
+    """
+    if solver == "ipm":
+        del mu0, omega0  # interior-point methods do not benefit from warm starts
+        return solve_game_ipm(a, maxiter=maxiter, rtol=rtol, atol=atol)
+    k, m = a.shape
+    mu0 = jnp.full((k,), 1.0 / k, a.dtype) if mu0 is None else mu0
+    omega0 = jnp.full((m,), 1.0 / m, a.dtype) if omega0 is None else omega0
+    grads, cert = _game(a)
+    sol = saddle.solve(grads, cert, mu0, omega0, maxiter=maxiter, rtol=rtol, atol=atol,
+                       check_every=check_every)
+    return GameSolution(mu=sol.mu, omega=sol.omega, upper=sol.upper, lower=sol.lower, gap=sol.gap,
+                        iterations=sol.iterations, status=sol.status)
+
+
