@@ -1,55 +1,40 @@
-"""The ``e2d-jax`` command line.
+"""The ``e2d-jax`` command line: one storage and resume path for every command.
 
     e2d-jax run --env semi-bandit --d 3 --arms 10 --horizon 2000 --seeds 1000 \\
-                --agents ucb,ts --out runs/demo
+                --agents anytime-e2d,e2d-n200,ucb,ts --out runs/demo
+    e2d-jax reproduce exp1|exp2|all [--seeds 100] [--conventions implementation|paper-text] --out runs/paper
+    e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
+    e2d-jax plot DIR [--hparam eps2_scale]
 
-writes, under ``--out``:
+Every command turns its arguments into a sweep (``e2d_jax.experiments``) and writes, under
+its output directory: ``manifest.json``; one atomic chunk file per finished work unit;
+``results.parquet`` (one row per agent, hyperparameter cell, instance and seed: final regret,
+action counts, solver status counts, non-finite rounds; ``pandas.read_parquet`` reads it);
+``curves.npz`` (regret at the recorded rounds, row-aligned with the table); ``summary.json``
+(mean and 95% CI per cell, the per-round solver statistics, the configuration and its
+conventions, versions, device, wall time); and figures (``regret.png``, ``final_regret.png``;
+``figure1.png``/``.pdf`` for ``reproduce all``; regret against a hyperparameter for grids).
 
-* ``<agent>.npz`` per agent - per-seed cumulative regret at the recorded rounds, action
-  counts, non-finite round counts and the agent's diagnostics (written atomically as each
-  agent finishes; an agent whose file already holds the same configuration is not re-run);
-* ``summary.json`` - per agent ``final_regret_mean``, ``final_regret_ci95`` [lo, hi],
-  ``seeds``, the per-round solver statistics (fraction of rounds at the iteration budget,
-  median and 90th percentile of the per-seed certified relative gaps) and timings, plus the
-  configuration, library versions, device and wall time;
-* ``regret.png`` - mean cumulative regret with a 95% band per agent.
+A killed command continues with ``--resume`` (finished units are kept, nothing is repeated);
+an output directory that holds another configuration (or results of other code: the digest
+covers the library's version and source) is refused unless ``--overwrite``.
 
-Stored results are reused only when their configuration digest matches, and the digest
-covers the library's version and a hash of its source, so results of other code are redone.
-
-Exit status: 0 on success; 2 for bad input (a message naming the argument); 3 when a run
+Exit status: 0 on success; 2 for bad input (one line naming the argument); 3 when a run
 finished but some seeds had non-finite decisions: those seeds are *invalid*, left out of the
 means (``seeds_invalid`` in ``summary.json``) and reported on stderr.
 
 Compiled rollouts are cached on disk (JAX's persistent compilation cache, in
-``$E2D_JAX_CACHE_DIR`` or ``~/.cache/e2d_jax/jax``), so a repeated command does not compile
-again.
+``$E2D_JAX_CACHE_DIR`` or ``~/.cache/e2d_jax/jax``), so a repeated command compiles less.
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def _positive_int(name):
@@ -60,6 +45,19 @@ def _positive_int(name):
             raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{name} must be > 0, got {value}")
+        return value
+
+    return parse
+
+
+def _nonneg_int(name):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {value}")
         return value
 
     return parse
@@ -78,6 +76,18 @@ def _positive_float(name):
     return parse
 
 
+def _common(p, out_required=True):
+    p.add_argument("--out", required=out_required, default=None, help="output directory")
+    p.add_argument("--resume", action="store_true", help="continue an unfinished run in --out")
+    p.add_argument("--overwrite", action="store_true", help="delete what --out holds and start over")
+    p.add_argument("--x64", action="store_true", help="run in float64")
+    p.add_argument("--host-devices", type=_positive_int("--host-devices"), default=1,
+                   help="on CPU, split the host into N XLA devices and shard the seeds over them (default 1: "
+                        "off; measured 1.4-1.8x faster with 2 on 2 cores, but a run with a LAPACK call "
+                        "(TS at d > 12) was seen to deadlock with 2 forced host devices)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from e2d_jax import registry
 
@@ -87,44 +97,57 @@ def build_parser() -> argparse.ArgumentParser:
     envs = ", ".join(f"{k} ({v[1]})" for k, v in sorted(registry.ENVIRONMENTS.items()))
     agents = ", ".join(f"{k} ({v[1]})" for k, v in sorted(registry.AGENTS.items()))
     run.add_argument("--env", default="semi-bandit", help=f"environment: {envs}")
-    run.add_argument("--d", type=_positive_int("--d"), default=None, help="feature dimension")
+    run.add_argument("--d", type=_positive_int("--d"), default=None, help="feature dimension (linear environments)")
     run.add_argument("--arms", type=int, default=None, help="number of actions K (>= 2)")
     run.add_argument("--models", type=int, default=None, help="size of a finite model class (>= 2)")
     run.add_argument("--sigma", type=_positive_float("--sigma"), default=1.0, help="noise std")
-    run.add_argument("--instance-seed", type=int, default=0, help="seed of the random instance")
+    run.add_argument("--instance-seed", type=_nonneg_int("--instance-seed"), default=0, help="seed of the random instance")
     run.add_argument("--horizon", type=_positive_int("--horizon"), required=True, help="rounds n")
     run.add_argument("--seeds", type=_positive_int("--seeds"), default=100, help="number of runs")
-    run.add_argument("--seed", type=int, default=0, help="master seed; run i uses fold_in(seed, i)")
-    run.add_argument("--agents", default="ucb,ts", help=f"comma-separated; name[@param]: {agents}")
+    run.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="master seed (see e2d_jax.run_keys)")
+    run.add_argument("--agents", default="ucb,ts", help=f"comma-separated; name[@param] or e2d-nN: {agents}")
     run.add_argument("--record-every", type=_positive_int("--record-every"), default=None,
                      help="record every k-th round (default: horizon/200)")
     run.add_argument("--batch-size", type=_positive_int("--batch-size"), default=None,
-                     help="seeds per compiled batch (default: all, at most 4096)")
-    run.add_argument("--x64", action="store_true", help="run in float64")
-    run.add_argument("--host-devices", type=_positive_int("--host-devices"), default=None,
-                     help="on CPU, split the host into N XLA devices and shard the seeds over "
-                          "them (default: the number of CPU cores; 1 to turn off; results are "
-                          "identical; measured 1.4-1.8x faster on 2 cores)")
-    run.add_argument("--out", required=True, help="output directory")
-    run.add_argument("--force", action="store_true", help="re-run agents whose results exist")
+                     help="seeds per work unit (chunk; default: chosen from the configuration, at most 1000)")
     for flag, kwargs in registry.AGENT_FLAGS:
         run.add_argument(flag, **kwargs)
+    _common(run)
+
+    rep = sub.add_parser("reproduce", help="the paper's experiments (Appendix 'Experiments') and Figure 1")
+    rep.add_argument("experiment", choices=["exp1", "exp2", "all"])
+    rep.add_argument("--seeds", type=_positive_int("--seeds"), default=100, help="seeds (default 100, as in the paper)")
+    rep.add_argument("--conventions", choices=["implementation", "paper-text"], default="implementation",
+                     help="information without the 1/2 as in the authors' implementation (default) or with it "
+                          "as in the paper's text")
+    rep.add_argument("--instances", type=_positive_int("--instances"), default=1,
+                     help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper)")
+    rep.add_argument("--solver", choices=["saddle", "paper"], default=None,
+                     help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
+    _common(rep, out_required=False)
+
+    sw = sub.add_parser("sweep", help="run a sweep described by a TOML file")
+    sw.add_argument("spec", help="the sweep's TOML file (example: sweeps/eps_constant.toml)")
+    _common(sw, out_required=False)
+
+    pl = sub.add_parser("plot", help="redraw the figures of stored results")
+    pl.add_argument("dir", help="a results directory (or a 'reproduce all' directory)")
+    pl.add_argument("--hparam", default=None, help="draw final regret against this hyperparameter")
     return parser
 
 
-def _source_digest() -> str:
-    """A hash of the library's source files (part of the result digests)."""
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def _enable_compilation_cache() -> None:
+def _setup_jax(args) -> None:
+    host_devices = getattr(args, "host_devices", None) or 1
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    if host_devices > 1 and "xla_force_host_platform_device_count" not in xla_flags:
+        # Must happen before JAX initialises its CPU backend (nothing has computed yet; if a
+        # caller already initialised JAX in this process the flag has no effect, and the run
+        # uses the devices that exist). It does not touch GPU backends.
+        os.environ["XLA_FLAGS"] = (xla_flags + f" --xla_force_host_platform_device_count={host_devices}").strip()
     import jax
 
+    if getattr(args, "x64", False):
+        jax.config.update("jax_enable_x64", True)
     path = os.environ.get("E2D_JAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "e2d_jax", "jax")
     try:
         os.makedirs(path, exist_ok=True)
@@ -134,197 +157,153 @@ def _enable_compilation_cache() -> None:
         pass  # an unwritable home only costs the cache
 
 
-def summarise_agent(data: dict, horizon: int) -> dict:
-    """The ``summary.json`` entry of one agent from its stored arrays (valid seeds only)."""
-    from e2d_jax.plotting import mean_ci95
-    from e2d_jax.simulate import SolverStats, solver_summary
-
-    final = np.asarray(data["regret"])[:, -1]
-    valid = np.asarray(data["nonfinite_rounds"]) == 0
-    mean, half = mean_ci95(final[valid]) if valid.any() else (np.nan, np.nan)
-    stats = solver_summary(SolverStats(data["solver_status_counts"], data["solver_gap_hist"]))
-    rounds = np.asarray(data["solver_status_counts"]).sum(-1)
-    run_s = float(data["run_seconds"])
-    with np.errstate(all="ignore"):
-        solver = {
-            "rounds_at_max_iter_fraction": float(stats["max_iter_rounds"].sum() / max(rounds.sum(), 1)),
-            "rel_gap_median_over_seeds": float(np.nanmedian(stats["rel_gap_median"])) if np.isfinite(stats["rel_gap_median"]).any() else None,
-            "rel_gap_p90_median_over_seeds": float(np.nanmedian(stats["rel_gap_p90"])) if np.isfinite(stats["rel_gap_p90"]).any() else None,
-            "rel_gap_p90_max_over_seeds": float(np.nanmax(stats["rel_gap_p90"])) if np.isfinite(stats["rel_gap_p90"]).any() else None,
-        }
-    return {
-        "final_regret_mean": float(mean),
-        "final_regret_ci95": [float(mean - half), float(mean + half)],
-        "final_regret_std": float(final[valid].std(ddof=1)) if valid.sum() > 1 else 0.0,
-        "seeds": int(valid.sum()),
-        "seeds_invalid": int((~valid).sum()),
-        "seeds_with_nonfinite_rounds": int((~valid).sum()),
-        "solver": solver,
-        "compile_seconds": float(data["compile_seconds"]),
-        "run_seconds": run_s,
-        "seed_rounds_per_second": float(final.size * horizon / run_s) if run_s > 0 else None,
-    }
-
-
-def _versions():
-    import jax
-    import jaxlib
-
-    import e2d_jax
-
-    return {
-        "e2d_jax": e2d_jax.__version__,
-        "jax": jax.__version__,
-        "jaxlib": jaxlib.__version__,
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-    }
-
-
-def _run(args, parser) -> int:
-    host_devices = args.host_devices or os.cpu_count() or 1
-    xla_flags = os.environ.get("XLA_FLAGS", "")
-    if host_devices > 1 and "xla_force_host_platform_device_count" not in xla_flags:
-        # Must happen before JAX initialises its CPU backend (nothing has computed yet; if a
-        # caller already initialised JAX in this process the flag has no effect, and the run
-        # uses the devices that exist). It does not touch GPU backends.
-        flag = f"--xla_force_host_platform_device_count={host_devices}"
-        os.environ["XLA_FLAGS"] = (xla_flags + " " + flag).strip()
-    if args.x64:
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-    import jax
-
+def _run_spec(args):
     from e2d_jax import registry
-    from e2d_jax.plotting import plot_regret
-    from e2d_jax.simulate import simulate
-
-    _enable_compilation_cache()
+    from e2d_jax.experiments.spec import AgentEntry, SweepSpec
 
     options = {flag.lstrip("-").replace("-", "_"): getattr(args, flag.lstrip("-").replace("-", "_"))
                for flag, _ in registry.AGENT_FLAGS}
     options = {k: v for k, v in options.items() if v is not None}
-    try:
-        if args.env not in registry.ENVIRONMENTS:
-            raise ValueError(
-                f"--env: unknown environment {args.env!r} (choose from {', '.join(sorted(registry.ENVIRONMENTS))})"
-            )
-        if args.arms is not None and args.arms < 2:
-            raise ValueError(f"--arms must be >= 2, got {args.arms}")
-        if args.models is not None and args.models < 2:
-            raise ValueError(f"--models must be >= 2, got {args.models}")
-        names = [a for a in args.agents.split(",") if a.strip()]
-        if not names:
-            raise ValueError("--agents: give at least one agent")
-        specs = [registry.parse_agent(a, args.horizon, options) for a in names]
-        family = registry.ENV_FAMILY[args.env]
-        if family == "finite" and args.d is not None:
-            raise ValueError(f"--d does not apply to the finite environment {args.env!r} (its size is --arms and --models)")
-        if family == "linear" and args.models is not None:
-            raise ValueError(f"--models does not apply to the linear environment {args.env!r}")
-        for s in specs:
-            if family not in registry.AGENT_FAMILIES[s.name]:
-                raise ValueError(f"--agents: {s.name} does not run on {family} environment {args.env!r}")
-        labels = [s.label for s in specs]
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"--agents: an agent is listed twice: {args.agents!r}")
-        env_spec = registry.EnvSpec(
-            name=args.env, d=args.d, arms=args.arms, sigma=args.sigma,
-            instance_seed=args.instance_seed, models=args.models,
-            dtype="float64" if args.x64 else "float32",
-        )
-        env, params = registry.build_env(env_spec)
-        model = env.model(params)
-        agents = [(s, registry.build_agent(s, model)) for s in specs]
-    except ValueError as err:
-        parser.error(str(err))
+    if args.arms is not None and args.arms < 2:
+        raise ValueError(f"--arms must be >= 2, got {args.arms}")
+    if args.models is not None and args.models < 2:
+        raise ValueError(f"--models must be >= 2, got {args.models}")
+    names = [a.strip() for a in args.agents.split(",") if a.strip()]
+    if not names:
+        raise ValueError("--agents: give at least one agent")
+    labels = [registry.parse_agent(a, args.horizon, options).label for a in names]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"--agents: an agent is listed twice: {args.agents!r}")
+    agents = tuple(AgentEntry.make(label, options) for label in labels)
+    return SweepSpec(env=args.env, d=args.d, arms=args.arms, models=args.models, sigma=args.sigma,
+                     instance_seeds=(args.instance_seed,), horizon=args.horizon, seeds=args.seeds, seed=args.seed,
+                     agents=agents, record_every=args.record_every, chunk_size=args.batch_size, x64=args.x64,
+                     name="run")
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record_every = args.record_every or max(1, args.horizon // 200)
-    batch_size = args.batch_size or min(args.seeds, 4096)
-    config = {
-        "env": args.env, "d": args.d, "arms": args.arms, "models": args.models, "sigma": args.sigma,
-        "instance_seed": args.instance_seed, "horizon": args.horizon, "seeds": args.seeds,
-        "seed": args.seed, "record_every": record_every, "x64": bool(args.x64),
-        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in options.items()},
-        "e2d_jax_version": _versions()["e2d_jax"], "e2d_jax_source": _source_digest(),
-    }
-    means = np.asarray(env.mean_rewards(params))
-    instance = {"mean_rewards": means.tolist(), "best_action": int(means.argmax()), "num_actions": int(means.size)}
-    if hasattr(params, "theta"):
-        instance["theta"] = np.asarray(params.theta).tolist()
-    t_start = time.perf_counter()
-    summary_agents, curves = {}, {}
+
+def _figures(out: Path, summary: dict, title: str) -> None:
+    from e2d_jax.experiments import storage
+    from e2d_jax.plotting import plot_final_distribution, plot_hyperparameter, plot_results
+
+    storage.atomic_write(out / "regret.png", lambda f: plot_results(out, f, title=title))
+    storage.atomic_write(out / "final_regret.png", lambda f: plot_final_distribution(out, f, title=title))
+    hps = sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]})
+    for hp in hps:
+        storage.atomic_write(out / f"regret_vs_{hp}.png", lambda f, hp=hp: plot_hyperparameter(out, hp, f, title=title))
+
+
+def _title(spec, summary) -> str:
+    dims = ", ".join(f"{k}={v}" for k, v in (("d", spec.d), ("K", spec.arms), ("M", spec.models)) if v is not None)
+    conv = f", {spec.conventions} conventions" if spec.conventions else ""
+    inst = f", {len(spec.instance_seeds)} instances" if len(spec.instance_seeds) > 1 else ""
+    return f"{spec.name}: {spec.env}{', ' + dims if dims else ''}, n={spec.horizon}, {spec.seeds} seeds{inst}{conv}"
+
+
+def _report(summary: dict, out: Path) -> int:
+    """Prints the summary table; returns 3 if a cell has invalid seeds."""
+    conv = summary.get("conventions")
+    print(f"\n{summary['name']}" + (f" ({conv} conventions)" if conv else "") + f" -> {out}")
+    width = max(len(k) for k in summary["agents"])
+    print(f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>19s}  {'seeds':>6s}  {'seed-rounds/s':>13s}")
     invalid = {}
-    for spec, agent in agents:
-        agent_config = dict(config, agent=spec.label)
-        digest = hashlib.sha256(json.dumps(agent_config, sort_keys=True).encode()).hexdigest()[:16]
-        path = out / f"{spec.label.replace('@', '_at_')}.npz"
-        data = None
-        if path.exists() and not args.force:
-            with np.load(path) as z:
-                if "config_digest" in z.files and str(z["config_digest"]) == digest:
-                    data = {k: z[k] for k in z.files}
-                    print(f"[{spec.label}] reusing {path}", flush=True)
-        if data is None:
-            print(f"[{spec.label}] {args.seeds} seeds x {args.horizon} rounds ...", flush=True)
-            sim = simulate(env, params, agent, horizon=args.horizon, num_seeds=args.seeds,
-                           seed=args.seed, record_every=record_every, batch_size=batch_size)
-            res = sim.result
-            data = {
-                "regret": res.regret, "rounds": sim.rounds, "action_counts": res.action_counts,
-                "nonfinite_rounds": res.nonfinite_rounds, "seed_indices": sim.seed_indices,
-                "solver_status_counts": res.solver.status_counts, "solver_gap_hist": res.solver.gap_hist,
-                "compile_seconds": np.float64(sim.compile_seconds),
-                "run_seconds": np.float64(sim.run_seconds),
-                "config_digest": np.str_(digest), "config_json": np.str_(json.dumps(agent_config)),
-            }
-            for field, value in res.info._asdict().items():
-                data[f"info_{field}"] = np.asarray(value)
-            _atomic_write(path, lambda tmp: np.savez(open(tmp, "wb"), **data))
-        entry = summarise_agent(data, args.horizon)
-        entry["results_file"] = path.name
-        summary_agents[spec.label] = entry
-        valid = np.asarray(data["nonfinite_rounds"]) == 0
-        curves[spec.label] = (np.asarray(data["rounds"]), np.asarray(data["regret"])[valid])
-        if entry["seeds_invalid"]:
-            invalid[spec.label] = entry["seeds_invalid"]
-        mean, (lo, hi) = entry["final_regret_mean"], entry["final_regret_ci95"]
-        print(f"[{spec.label}] final regret {mean:.2f} (95% CI +-{(hi - lo) / 2:.2f}) over {entry['seeds']} valid seeds, "
-              f"{entry['seed_rounds_per_second'] or 0:.0f} seed-rounds/s", flush=True)
-
-    summary = {
-        "config": config,
-        "instance": instance,
-        "agents": summary_agents,
-        "versions": _versions(),
-        "device": [str(d) for d in jax.devices()],
-        "platform": platform.platform(),
-        "wall_seconds": time.perf_counter() - t_start,
-    }
-    _atomic_write(out / "summary.json",
-                  lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2) + "\n"))
-    dims = f"d={model.dim}, " if hasattr(model, "dim") else ""
-    title = f"{args.env}, {dims}K={len(means)}, n={args.horizon}, {args.seeds} seeds"
-    _atomic_write(out / "regret.png", lambda tmp: plot_regret(curves, tmp, title=title))
-    print(f"wrote {out / 'summary.json'} and {out / 'regret.png'}", flush=True)
+    for label, c in summary["agents"].items():
+        lo, hi = c["final_regret_ci95"]
+        rate = c["seed_rounds_per_second"]
+        print(f"  {label:{width}s}  {c['final_regret_mean']:12.2f}  [{lo:8.2f}, {hi:8.2f}]  {c['seeds']:6d}  "
+              f"{rate or 0:13,.0f}")
+        if c["seeds_invalid"]:
+            invalid[label] = c["seeds_invalid"]
     if invalid:
-        detail = ", ".join(f"{k}: {v} of {args.seeds}" for k, v in invalid.items())
+        detail = ", ".join(f"{k}: {v}" for k, v in invalid.items())
         print(f"e2d-jax: INVALID SEEDS: non-finite decisions in {detail}; these seeds are left out of the "
               "means (summary.json 'seeds_invalid'). Exit status 3.", file=sys.stderr, flush=True)
         return 3
     return 0
 
 
+def _execute(spec, out: Path, args) -> tuple[dict, int]:
+    from e2d_jax.experiments import run_sweep
+
+    summary = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite,
+                        progress=False if args.quiet else None)
+    _figures(out, summary, _title(spec, summary))
+    return summary, _report(summary, out)
+
+
+def _fail(parser, err) -> None:
+    parser.exit(2, f"{parser.prog}: error: {err}\n")
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "run":
-        return _run(args, parser)
-    parser.error(f"unknown command {args.command!r}")
+    if args.command != "plot":
+        _setup_jax(args)
+    from e2d_jax.experiments import SweepError, experiment, load_toml
+
+    t0 = time.perf_counter()
+    try:
+        if args.command == "run":
+            spec = _run_spec(args)
+            return _execute(spec, Path(args.out), args)[1]
+        if args.command == "sweep":
+            spec = load_toml(args.spec)
+            out = Path(args.out or Path("runs") / spec.name)
+            return _execute(spec, out, args)[1]
+        if args.command == "reproduce":
+            base = Path(args.out or "runs/reproduce")
+            names = ["exp1", "exp2"] if args.experiment == "all" else [args.experiment]
+            status = 0
+            for name in names:
+                spec = experiment(name, seeds=args.seeds, conventions=args.conventions, instances=args.instances,
+                                  solver=args.solver)
+                status = max(status, _execute(spec, base / name, args)[1])
+            if args.experiment == "all":
+                _figure1(base, args.conventions)
+            print(f"reproduce {args.experiment}: {time.perf_counter() - t0:.0f} s wall")
+            return status
+        return _plot(Path(args.dir), args.hparam)
+    except SweepError as err:
+        _fail(parser, err)
+    except ValueError as err:
+        _fail(parser, err)
     return 2
+
+
+def _figure1(base: Path, conventions: str) -> None:
+    from e2d_jax.experiments import storage
+    from e2d_jax.plotting import plot_figure1
+
+    dirs = {f"Experiment 1: d=3, n=2000 ({conventions})": base / "exp1",
+            f"Experiment 2: d=30, n=1000 ({conventions})": base / "exp2"}
+    for suffix in ("png", "pdf"):
+        storage.atomic_write(base / f"figure1.{suffix}", lambda f, s=suffix: plot_figure1(dirs).savefig(f, format=s))
+    print(f"wrote {base / 'figure1.png'} and {base / 'figure1.pdf'}")
+
+
+def _plot(path: Path, hparam) -> int:
+    import json
+
+    from e2d_jax.experiments import SweepSpec
+    from e2d_jax.experiments import storage
+    from e2d_jax.plotting import plot_hyperparameter
+
+    if (path / "exp1" / storage.SUMMARY).exists() and (path / "exp2" / storage.SUMMARY).exists():
+        conv = json.loads((path / "exp1" / storage.SUMMARY).read_text()).get("conventions") or ""
+        _figure1(path, conv)
+        for name in ("exp1", "exp2"):
+            _plot(path / name, None)
+        return 0
+    summary_path = path / storage.SUMMARY
+    if not summary_path.exists():
+        raise ValueError(f"plot: {path} holds no results (no {storage.SUMMARY}; run or --resume first)")
+    summary = json.loads(summary_path.read_text())
+    spec = SweepSpec.from_dict(summary["config"])
+    _figures(path, summary, _title(spec, summary))
+    if hparam:
+        storage.atomic_write(path / f"regret_vs_{hparam}.png", lambda f: plot_hyperparameter(path, hparam, f))
+    print(f"redrew the figures in {path}")
+    return 0
 
 
 if __name__ == "__main__":

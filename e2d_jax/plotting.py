@@ -34,6 +34,8 @@ def plot_regret(curves: dict, path=None, *, title: str | None = None):
     fig = Figure(figsize=(6.4, 4.2), dpi=120)
     ax = fig.subplots()
     for label, (rounds, regret) in curves.items():
+        if np.shape(regret)[0] == 0:
+            continue  # no valid seed: nothing to draw (the summary says so)
         mean, half = mean_ci95(regret)
         (line,) = ax.plot(rounds, mean, label=f"{label} ({regret.shape[0]} seeds)")
         ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
@@ -46,4 +48,122 @@ def plot_regret(curves: dict, path=None, *, title: str | None = None):
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, format="png")
+    return fig
+
+
+def _curves_by_cell(table, curves):
+    """``{cell label: (rounds, regret (S, R))}`` from a results table and its curves (valid seeds)."""
+    out = {}
+    regret = curves["regret"]
+    for label in dict.fromkeys(table["cell"]):
+        rows = np.asarray((table["cell"] == label) & table["valid"])
+        out[label] = (curves["rounds"], regret[rows])
+    return out
+
+
+def plot_results(out, path=None, *, title: str | None = None):
+    """Mean cumulative regret with 95% bands per cell, from a results directory."""
+    from e2d_jax.experiments.storage import read_curves, read_table
+
+    return plot_regret(_curves_by_cell(read_table(out), read_curves(out)), path, title=title)
+
+
+def plot_figure1(dirs: dict, path=None):
+    """The paper's Figure 1: one panel per experiment (``{title: results dir}``), mean
+    cumulative regret with 95% bands per agent. Writes PNG or PDF by ``path``'s suffix."""
+    from matplotlib.figure import Figure
+
+    from e2d_jax.experiments.storage import read_curves, read_table
+
+    fig = Figure(figsize=(11, 4.2), dpi=120)
+    axes = fig.subplots(1, len(dirs), squeeze=False)[0]
+    for ax, (title, out) in zip(axes, dirs.items()):
+        table = read_table(out)
+        for label, (rounds, regret) in _curves_by_cell(table, read_curves(out)).items():
+            if regret.shape[0] == 0:
+                continue
+            mean, half = mean_ci95(regret)
+            (line,) = ax.plot(rounds, mean, label=label)
+            ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
+        seeds = int(table.groupby("cell")["valid"].sum().min())
+        ax.set_title(f"{title} ({seeds} seeds)", fontsize=10)
+        ax.set_xlabel("round t")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("cumulative pseudo-regret")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def plot_final_distribution(out, path=None, *, title: str | None = None):
+    """Distribution of the final regret per cell (box plots over valid seeds)."""
+    from matplotlib.figure import Figure
+
+    from e2d_jax.experiments.storage import read_table
+
+    table = read_table(out)
+    labels = list(dict.fromkeys(table["cell"]))
+    data = [table.loc[(table["cell"] == c) & table["valid"], "final_regret"].to_numpy() for c in labels]
+    fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4.2), dpi=120)
+    ax = fig.subplots()
+    ax.boxplot(data, showmeans=True)
+    ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("final cumulative pseudo-regret")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig
+
+
+def plot_hyperparameter(out, hparam: str, path=None, *, references=("ucb", "ts"), title: str | None = None):
+    """Final regret against a hyperparameter (log x axis): per agent the median over instances
+    of the instance means, a band between the instances' 25th and 75th percentiles, and the
+    95% CI of the pooled mean; agents without the hyperparameter (e.g. UCB, TS) as
+    horizontal references."""
+    from matplotlib.figure import Figure
+
+    from e2d_jax.experiments.storage import read_table
+
+    table = read_table(out)
+    col = f"hp_{hparam}"
+    if col not in table:
+        raise ValueError(f"no hyperparameter {hparam!r} in {out} (columns: {[c[3:] for c in table if c.startswith('hp_')]})")
+    valid = table[table["valid"]]
+    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+    ax = fig.subplots()
+    for agent, rows in valid[valid[col].notna()].groupby("agent"):
+        xs, med, lo, hi, ci_lo, ci_hi = [], [], [], [], [], []
+        for x, g in rows.groupby(col):
+            inst = g.groupby("instance_seed")["final_regret"].mean().to_numpy()
+            mean, half = mean_ci95(g["final_regret"].to_numpy())
+            xs.append(x)
+            med.append(np.median(inst))
+            lo.append(np.percentile(inst, 25))
+            hi.append(np.percentile(inst, 75))
+            ci_lo.append(mean - half)
+            ci_hi.append(mean + half)
+        (line,) = ax.plot(xs, med, "o-", label=f"{agent} (median over instances)")
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+        ax.errorbar(xs, (np.array(ci_lo) + np.array(ci_hi)) / 2, yerr=(np.array(ci_hi) - np.array(ci_lo)) / 2,
+                    fmt="none", color=line.get_color(), alpha=0.6, capsize=2)
+    for agent in references:
+        rows = valid[(valid["agent"] == agent)]
+        if len(rows):
+            inst = rows.groupby("instance_seed")["final_regret"].mean().to_numpy()
+            ax.axhline(np.median(inst), ls="--", lw=1, label=f"{agent} (median over instances)", color="gray" if agent == "ucb" else "k")
+    ax.set_xscale("log")
+    ax.set_xlabel(hparam)
+    ax.set_ylabel("final cumulative pseudo-regret")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
     return fig

@@ -4,8 +4,11 @@ An environment entry builds ``(Environment, params)`` from an :class:`EnvSpec`; 
 entry builds an :class:`~e2d_jax.types.Agent` from an :class:`AgentSpec` and the model class
 it will run on. Every agent name works for both model families where the algorithm exists
 (the factory dispatches on the model), so one ``--agents`` list serves every environment.
-Agent names may carry one parameter after ``@`` (e.g. ``e2d@500``: fixed-horizon E2D tuned
-for n = 500; ``anytime-e2d@track+mixture`` on finite classes).
+Agent names may carry one parameter: fixed-horizon E2D tuned for n = 500 is ``e2d-n500``
+(``e2d@500`` is accepted and named ``e2d-n500`` in every output); finite-class options follow
+``@`` (``anytime-e2d@track+mixture``). An entry builds a *factory*: called with no arguments
+it gives the agent, called with numeric hyperparameters (traced, e.g. ``eps2_scale``) it
+gives the agent of one cell of a sweep's grid.
 
 Environments (instance drawn from ``e2d_jax.simulate.instance_key(instance_seed)``):
 
@@ -17,6 +20,7 @@ Environments (instance drawn from ``e2d_jax.simulate.instance_key(instance_seed)
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 from e2d_jax.types import Agent, Environment
@@ -46,7 +50,11 @@ class AgentSpec:
 
     @property
     def label(self) -> str:
-        return self.name if self.param is None else f"{self.name}@{self.param}"
+        if self.param is None:
+            return self.name
+        if self.name == "e2d":
+            return f"e2d-n{self.param}"
+        return f"{self.name}@{self.param}"
 
 
 ENVIRONMENTS: dict[str, tuple[Callable[[EnvSpec], tuple[Environment, object]], str]] = {}
@@ -93,17 +101,40 @@ def register_agent(name: str, families: tuple[str, ...], help: str):
 
 
 def parse_agent(text: str, horizon: int, options: dict | None = None) -> AgentSpec:
-    """``"name"`` or ``"name@param"`` -> AgentSpec; ValueError naming --agents if unknown."""
-    name, _, param = text.strip().partition("@")
+    """``"name"``, ``"name@param"`` or ``"e2d-nN"`` -> AgentSpec; ValueError naming --agents if unknown."""
+    text = text.strip()
+    if text.startswith("e2d-n") and "@" not in text:
+        text = "e2d@" + text[len("e2d-n"):]
+    name, _, param = text.partition("@")
     if name not in AGENTS:
         raise ValueError(f"--agents: unknown agent {name!r} (choose from {', '.join(sorted(AGENTS))})")
     return AgentSpec(name=name, param=param or None, horizon=horizon, options=dict(options or {}))
 
 
-def build_env(spec: EnvSpec):
+def _env_builder(spec: EnvSpec):
     if spec.name not in ENVIRONMENTS:
         raise ValueError(f"--env: unknown environment {spec.name!r} (choose from {', '.join(sorted(ENVIRONMENTS))})")
-    return ENVIRONMENTS[spec.name][0](spec)
+    return ENVIRONMENTS[spec.name][0]
+
+
+def build_env(spec: EnvSpec):
+    """``(Environment, params)`` of the instance with seed ``spec.instance_seed``."""
+    from e2d_jax.simulate import instance_key
+
+    return _env_builder(spec)(spec, instance_key(spec.instance_seed))
+
+
+def build_instances(spec: EnvSpec, instance_seeds):
+    """``(Environment, params)`` with a leading instance axis: the builder vmapped over the
+    keys of ``instance_seeds`` (instance ``i`` equals ``build_env`` with that seed)."""
+    import jax
+
+    from e2d_jax.simulate import instance_keys
+
+    build = _env_builder(spec)
+    keys = instance_keys(instance_seeds)
+    env, _ = build(spec, keys[0])
+    return env, jax.vmap(lambda k: build(spec, k)[1])(keys)
 
 
 def check_options(spec: AgentSpec, family: str) -> None:
@@ -116,7 +147,8 @@ def check_options(spec: AgentSpec, family: str) -> None:
                              f"only; the environment is a {family} model class")
 
 
-def build_agent(spec: AgentSpec, model) -> Agent:
+def build_agent_factory(spec: AgentSpec, model) -> Callable[..., Agent]:
+    """The factory of ``spec``'s agent for ``model``: ``factory(**hyperparameters) -> Agent``."""
     from e2d_jax.agents.family import family_of
 
     family = family_of(model)
@@ -127,71 +159,70 @@ def build_agent(spec: AgentSpec, model) -> Agent:
     return AGENTS[spec.name][0](spec, model)
 
 
+def build_agent(spec: AgentSpec, model) -> Agent:
+    """The agent of ``spec`` with its default hyperparameters."""
+    return build_agent_factory(spec, model)()
+
+
 # --- environments ----------------------------------------------------------------------
 
 
-def _key(spec: EnvSpec):
-    from e2d_jax.simulate import instance_key
-
-    return instance_key(spec.instance_seed)
-
-
 @register_env("semi-bandit", "linear", "linear semi-bandit with one revealing action (paper's experiments; d=3, K=10)")
-def _semi_bandit(spec):
+def _semi_bandit(spec, key):
     from e2d_jax.envs import linear
 
-    return linear.ENVIRONMENT, linear.semi_bandit(_key(spec), spec.d or 3, spec.arms or 10, sigma=spec.sigma,
+    return linear.ENVIRONMENT, linear.semi_bandit(key, spec.d or 3, spec.arms or 10, sigma=spec.sigma,
                                                   dtype=spec.dtype)
 
 
 @register_env("linear-bandit", "linear", "plain linear bandit, M_pi = phi_pi^T (d=3, K=10)")
-def _linear_bandit(spec):
+def _linear_bandit(spec, key):
     from e2d_jax.envs import linear
 
-    return linear.ENVIRONMENT, linear.linear_bandit(_key(spec), spec.d or 3, spec.arms or 10, sigma=spec.sigma,
+    return linear.ENVIRONMENT, linear.linear_bandit(key, spec.d or 3, spec.arms or 10, sigma=spec.sigma,
                                                     dtype=spec.dtype)
 
 
 @register_env("mab", "linear", "K-armed Gaussian bandit as a linear bandit (phi_pi = e_pi; K=10)")
-def _mab(spec):
+def _mab(spec, key):
     from e2d_jax.envs import linear
 
-    return linear.ENVIRONMENT, linear.multi_armed_bandit(_key(spec), spec.arms or 10, sigma=spec.sigma,
+    return linear.ENVIRONMENT, linear.multi_armed_bandit(key, spec.arms or 10, sigma=spec.sigma,
                                                          dtype=spec.dtype)
 
 
 @register_env("finite-mab", "finite", "K-armed Gaussian bandit with M random mean vectors (finite class; K=5, M=30)")
-def _finite_mab(spec: EnvSpec):
+def _finite_mab(spec: EnvSpec, key):
     from e2d_jax.envs import finite
 
-    return finite.ENVIRONMENT, finite.multi_armed_bandit_class(_key(spec), spec.arms or 5, spec.models or 30,
+    return finite.ENVIRONMENT, finite.multi_armed_bandit_class(key, spec.arms or 5, spec.models or 30,
                                                                sigma=spec.sigma, dtype=spec.dtype)
 
 
 @register_env("finite-revealing", "finite",
               "finite class with an informative but costly revealing action, gain 3 (K=10, M=30)")
-def _finite_revealing(spec: EnvSpec):
+def _finite_revealing(spec: EnvSpec, key):
     from e2d_jax.envs import finite
 
-    return finite.ENVIRONMENT, finite.revealing_class(_key(spec), spec.arms or 10, spec.models or 30,
+    return finite.ENVIRONMENT, finite.revealing_class(key, spec.arms or 10, spec.models or 30,
                                                       sigma=spec.sigma, gain=3.0, dtype=spec.dtype)
 
 
 @register_env("finite-revealing-plain", "finite", "finite class with the paper's revealing action, gain 1 (K=10, M=30)")
-def _finite_revealing_plain(spec: EnvSpec):
+def _finite_revealing_plain(spec: EnvSpec, key):
     from e2d_jax.envs import finite
 
-    return finite.ENVIRONMENT, finite.revealing_class(_key(spec), spec.arms or 10, spec.models or 30,
+    return finite.ENVIRONMENT, finite.revealing_class(key, spec.arms or 10, spec.models or 30,
                                                       sigma=spec.sigma, gain=1.0, dtype=spec.dtype)
 
 
 @register_env("finite-bernoulli", "finite", "K-armed Bernoulli bandit with M random probability vectors (K=5, M=30)")
-def _finite_bernoulli(spec: EnvSpec):
+def _finite_bernoulli(spec: EnvSpec, key):
     from e2d_jax.envs import finite
 
     if spec.sigma != 1.0:
         raise ValueError("--sigma does not apply to finite-bernoulli (Bernoulli observations have no noise scale)")
-    return finite.ENVIRONMENT, finite.bernoulli_bandit_class(_key(spec), spec.arms or 5, spec.models or 30,
+    return finite.ENVIRONMENT, finite.bernoulli_bandit_class(key, spec.arms or 5, spec.models or 30,
                                                              dtype=spec.dtype)
 
 
@@ -257,7 +288,7 @@ def _anytime(spec, model):
                                  f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
             field, value = _ANYTIME_OPTIONS[token]
             kwargs[field] = value
-    return anytime_e2d(**kwargs)
+    return functools.partial(anytime_e2d, **kwargs)
 
 
 @register_agent("e2d", ("linear", "finite"),
@@ -271,10 +302,10 @@ def _e2d(spec, model):
         try:
             n = int(spec.param)
         except ValueError:
-            raise ValueError(f"--agents: e2d@N needs an integer horizon N >= 2, got {spec.label!r}") from None
+            raise ValueError(f"--agents: e2d-nN (or e2d@N) needs an integer horizon N >= 2, got {spec.name}@{spec.param}") from None
     if n < 2:
         raise ValueError(f"--agents: e2d needs a tuning horizon >= 2, got {n}")
-    return fixed_horizon_e2d(horizon=n, **_e2d_kwargs(spec, family_of(model)))
+    return functools.partial(fixed_horizon_e2d, horizon=n, **_e2d_kwargs(spec, family_of(model)))
 
 
 @register_agent("ucb", ("linear", "finite"),
@@ -284,7 +315,7 @@ def _ucb(spec, model):
 
     _no_param(spec)
     as_linear(model, "ucb")
-    return ucb()
+    return ucb
 
 
 @register_agent("ts", ("linear", "finite"), "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")
@@ -294,7 +325,7 @@ def _ts(spec, model):
 
     _no_param(spec)
     as_linear(model, "ts")
-    return thompson_sampling()
+    return thompson_sampling
 
 
 @register_agent("ts-finite", ("finite",), "Thompson sampling on the finite class (EWA posterior, eta = 1)")
@@ -302,4 +333,4 @@ def _posterior_sampling(spec, model):
     from e2d_jax.agents.finite import posterior_sampling
 
     _no_param(spec)
-    return posterior_sampling()
+    return posterior_sampling

@@ -203,7 +203,7 @@ def _hist_quantile(hist: np.ndarray, q: float) -> np.ndarray:
     total = hist.sum(-1)
     cum = np.cumsum(hist, -1)
     idx = np.argmax(cum >= np.maximum(np.ceil(q * total), 1)[..., None], axis=-1)
-    upper = np.concatenate([GAP_BIN_EDGES[:1], GAP_BIN_EDGES, [np.inf]])
+    upper = np.concatenate([GAP_BIN_EDGES, [np.inf]])  # bin j holds values below edge j
     return np.where(total > 0, upper[idx], np.nan)
 
 

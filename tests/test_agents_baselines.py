@@ -98,3 +98,15 @@ def test_side_observations_help_baselines():
         res = run(jax.random.split(jax.random.key(0), 16))
         first, last = np.diff(np.concatenate([[0.0], res.regret.mean(0)]))[[0, -1]]
         assert last < 0.5 * first, "per-round regret must fall as the agent learns"
+
+
+def test_ucb_uses_the_class_bound_by_default():
+    """Regression: UCB on the multi-armed bandit used S = 1 while ||theta*|| ~ sqrt(K/3); it
+    now reads the class's bound (sqrt(K) there) unless given."""
+    from e2d_jax.simulate import simulate
+
+    params = linear.multi_armed_bandit(jax.random.key(2), 9, dtype=jnp.float32)
+    run = lambda agent: simulate(linear.ENVIRONMENT, params, agent, horizon=200, num_seeds=4).result
+    default, explicit = run(ucb()), run(ucb(radius=3.0))
+    np.testing.assert_array_equal(default.action_counts, explicit.action_counts)
+    assert not np.array_equal(default.action_counts, run(ucb(radius=1.0)).action_counts)

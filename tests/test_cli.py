@@ -10,27 +10,32 @@ from e2d_jax import cli
 
 
 def test_run_writes_results_summary_and_plot(tmp_path):
+    import pandas as pd
+
     out = tmp_path / "run"
-    rc = cli.main(["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "40",
-                   "--seeds", "6", "--agents", "ucb,ts", "--record-every", "10", "--out", str(out)])
-    assert rc == 0
+    args = ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "40",
+            "--seeds", "6", "--agents", "ucb,ts", "--record-every", "10", "--out", str(out)]
+    assert cli.main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
+    table = pd.read_parquet(out / "results.parquet")
+    curves = np.load(out / "curves.npz")
+    assert curves["regret"].shape == (12, 4) and list(curves["rounds"]) == [10, 20, 30, 40]
     for name in ("ucb", "ts"):
         s = summary["agents"][name]
         assert s["seeds"] == 6
         lo, hi = s["final_regret_ci95"]
         assert lo <= s["final_regret_mean"] <= hi
-        with np.load(out / f"{name}.npz") as z:
-            assert z["regret"].shape == (6, 4)
-            np.testing.assert_allclose(z["regret"][:, -1].mean(), s["final_regret_mean"], rtol=1e-6)
-            assert z["action_counts"].sum() == 6 * 40
+        rows = table[table["agent"] == name]
+        np.testing.assert_allclose(rows["final_regret"].mean(), s["final_regret_mean"], rtol=1e-6)
+        assert np.stack(rows["action_counts"]).sum() == 6 * 40
     assert summary["config"]["horizon"] == 40 and "jax" in summary["versions"]
-    assert (out / "regret.png").stat().st_size > 1000
-    # A second call reuses the stored results instead of recomputing them.
-    before = (out / "ucb.npz").stat().st_mtime_ns
-    assert cli.main(["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "40",
-                     "--seeds", "6", "--agents", "ucb", "--record-every", "10", "--out", str(out)]) == 0
-    assert (out / "ucb.npz").stat().st_mtime_ns == before
+    for fig in ("regret.png", "final_regret.png"):
+        assert (out / fig).stat().st_size > 1000
+    # A second identical call reuses the stored results instead of recomputing them.
+    chunk = out / "chunks" / "ucb" / "chunk00000.npz"
+    before = chunk.stat().st_mtime_ns
+    assert cli.main(args) == 0
+    assert chunk.stat().st_mtime_ns == before
 
 
 @pytest.mark.parametrize("args, needle", [
@@ -44,6 +49,8 @@ def test_run_writes_results_summary_and_plot(tmp_path):
     (["--horizon", "10", "--agents", "ucb,nope"], "--agents"),
     (["--horizon", "10", "--env", "nope"], "--env"),
     (["--horizon", "10", "--agents", "ucb@3"], "--agents"),
+    (["--horizon", "10", "--env", "finite-mab", "--d", "3"], "--d"),
+    (["--horizon", "10", "--env", "semi-bandit", "--models", "3"], "--models"),
 ])
 def test_bad_input_exits_2_naming_argument(args, needle, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -58,21 +65,89 @@ def test_console_script_entry_point(tmp_path):
     assert proc.returncode == 2 and "--agents" in proc.stderr
 
 
-def test_default_shards_over_cores_with_identical_results(tmp_path):
-    """The CLI splits the CPU into one XLA device per core by default; the per-seed results
-    equal those of a single-device run (--host-devices 1) exactly. Each run is a fresh process
-    (the device count is fixed when JAX starts) that reports 2 cores."""
-    base = [sys.executable, "-c",
-            "import os, sys; os.cpu_count = lambda: 2; from e2d_jax.cli import main; sys.exit(main(sys.argv[1:]))",
-            "run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "30", "--seeds", "5",
-            "--agents", "ts", "--record-every", "10"]
+def test_host_devices_shard_with_identical_results(tmp_path):
+    """--host-devices 2 splits the CPU into two XLA devices; per-seed results equal those of the
+    default single-device run exactly. Each run is a fresh process (the device count is fixed
+    when JAX starts)."""
+    import pandas as pd
+
+    base = [sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--d", "3", "--arms", "5",
+            "--horizon", "30", "--seeds", "5", "--agents", "ts", "--record-every", "10"]
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     runs = {}
-    for label, extra in (("default", []), ("one", ["--host-devices", "1"])):
+    for label, extra in (("default", []), ("two", ["--host-devices", "2"])):
         out = tmp_path / label
         proc = subprocess.run(base + ["--out", str(out), *extra], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
-        runs[label] = (json.loads((out / "summary.json").read_text()), np.load(out / "ts.npz")["regret"])
-    assert runs["default"][0]["device"] == ["cpu:0", "cpu:1"]
-    assert runs["one"][0]["device"] == ["cpu:0"]
-    np.testing.assert_array_equal(runs["default"][1], runs["one"][1])
+        runs[label] = (json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "results.parquet"))
+    assert runs["default"][0]["device"] == ["cpu:0"]
+    assert runs["two"][0]["device"] == ["cpu:0", "cpu:1"]
+    pd.testing.assert_frame_equal(runs["default"][1], runs["two"][1])
+
+
+def test_small_run_on_four_host_devices(tmp_path):
+    """Regression: 1 seed on 4 host devices needs more padding than there are seeds; it used to
+    end in an IndivisibleError traceback."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--horizon", "10",
+                           "--seeds", "1", "--host-devices", "4", "--agents", "ts", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["device"] == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    assert summary["agents"]["ts"]["seeds"] == 1
+
+
+def test_nonfinite_seeds_exit_3_and_are_left_out(tmp_path, capsys, monkeypatch):
+    """Regression: a schedule that turns to 0 after the checked first values makes rounds
+    non-finite; the run must not look good: exit status 3, a message, seeds_invalid, and the
+    mean over valid seeds only (NaN when none is valid)."""
+    import jax.numpy as jnp
+
+    from e2d_jax import registry
+    from e2d_jax.agents.family import anytime_e2d
+
+    def bad(spec, model):
+        return lambda: anytime_e2d(eps2_schedule=lambda t: jnp.where(t > 10, 0.0, 1.0 / t))
+
+    monkeypatch.setitem(registry.AGENTS, "bad-e2d", (bad, "test"))
+    monkeypatch.setitem(registry.AGENT_FAMILIES, "bad-e2d", ("linear",))
+    out = tmp_path / "bad"
+    rc = cli.main(["run", "--env", "semi-bandit", "--horizon", "20", "--seeds", "3", "--agents", "bad-e2d,ts",
+                   "--out", str(out)])
+    assert rc == 3
+    assert "INVALID SEEDS" in capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agents"]["bad-e2d"]["seeds_invalid"] == 3 and summary["agents"]["bad-e2d"]["seeds"] == 0
+    assert np.isnan(summary["agents"]["bad-e2d"]["final_regret_mean"])
+    assert summary["agents"]["ts"]["seeds_invalid"] == 0 and summary["agents"]["ts"]["seeds"] == 3
+
+
+def test_summary_reports_solver_statistics(tmp_path):
+    out = tmp_path / "e2d"
+    assert cli.main(["run", "--env", "semi-bandit", "--arms", "5", "--horizon", "30", "--seeds", "4",
+                     "--agents", "anytime-e2d,ucb", "--record-every", "10", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    solver = summary["agents"]["anytime-e2d"]["solver"]
+    assert 0.0 <= solver["rounds_at_max_iter_fraction"] <= 1.0
+    assert solver["rel_gap_median_over_seeds"] <= solver["rel_gap_p90_max_over_seeds"]
+    assert summary["agents"]["ucb"]["solver"]["rel_gap_median_over_seeds"] is None
+    with np.load(out / "chunks" / "anytime-e2d" / "chunk00000.npz") as z:
+        assert z["solver_status_counts"].shape == (1, 1, 4, 3) and np.all(z["solver_status_counts"].sum(-1) == 30)
+
+
+def test_results_of_other_code_are_not_reused(tmp_path, monkeypatch, capsys):
+    """Regression: the digest that decides reuse now covers the library version and source."""
+    args = ["run", "--env", "semi-bandit", "--arms", "5", "--horizon", "20", "--seeds", "2", "--agents", "ucb",
+            "--out", str(tmp_path / "r")]
+    from e2d_jax.experiments import runner
+
+    assert cli.main(args) == 0
+    assert cli.main(args) == 0  # same code: reused
+    monkeypatch.setattr(runner, "source_digest", lambda: "other-code")
+    with pytest.raises(SystemExit) as exc:  # other code: refused, saying so
+        cli.main(args)
+    assert exc.value.code == 2
+    assert "different configuration" in capsys.readouterr().err
+    assert cli.main(args + ["--overwrite"]) == 0
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["code"].endswith("+other-code")

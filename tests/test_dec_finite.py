@@ -222,3 +222,27 @@ def test_traced_infeasible_input_becomes_a_status_code():
     i = jnp.ones((3, 4))
     res = jax.jit(lambda g, i: dec.solve_acdec(g, i, 0.1))(g, i)
     assert int(res.status) == 2
+
+
+@pytest.mark.parametrize("off", [100.0, 0.01, 1.0])
+def test_tracking_lower_bound_is_certified_over_all_lambdas(off):
+    """Regression: with the tracking centre 100x off the optimal lambda on a revealing class,
+    the tracking search used to return STATUS_OK with a 'lower bound' of 0.2487 above the true
+    ac-DEC of 0.0998. Now its lower bound is certified over every lambda >= 0: it never exceeds
+    the linprog reference, and a STATUS_OK answer is within its tolerance of it."""
+    params = finite.revealing_class(jax.random.key(3), 6, 20, gain=3.0)
+    model = params.model
+    rewards_f, obs_f = finite.model_at(model, 0)
+    gaps = finite.gap_matrix_f(model.rewards, rewards_f)
+    info = finite.info_matrix(model, obs_f)
+    eps2 = float(np.log(20) / 200)
+    ref, lam_ref = acdec_lp_grid(np.asarray(gaps), np.asarray(info), eps2)
+    config = dec.FiniteSolverConfig()
+    res, _ = jax.jit(lambda c: dec.solve_acdec_tracking(gaps, info, eps2, c, config))(lam_ref * off)
+    assert float(res.lower_bound) <= ref * (1 + 1e-6) + 1e-9
+    assert float(res.value) >= float(res.lower_bound)
+    np.testing.assert_allclose(float(res.gap), float(res.value - res.lower_bound), rtol=1e-12)
+    if int(res.status) == STATUS_OK:  # a claimed certificate is a true one
+        assert float(res.value) <= ref * (1 + 2 * config.rtol) + 1e-9
+    else:
+        assert int(res.status) == STATUS_MAX_ITER

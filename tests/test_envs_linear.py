@@ -96,3 +96,32 @@ def test_side_observation_builder_matches_semi_bandit():
     q = linear.linear_side_observation(p.model.features, p.model.obs_matrices, p.theta)
     np.testing.assert_array_equal(q.model.obs_mask, p.model.obs_mask)
     np.testing.assert_allclose(q.model.grams, p.model.grams, atol=1e-14)
+
+
+@pytest.mark.parametrize("build", [
+    lambda k, dt: linear.semi_bandit(k, 3, 10, dtype=dt),
+    lambda k, dt: linear.linear_bandit(k, 4, 6, dtype=dt),
+    lambda k, dt: linear.multi_armed_bandit(k, 5, dtype=dt),
+])
+def test_instance_depends_on_its_key_not_on_the_dtype(build):
+    """Regression: the same instance seed used to give another instance under x64."""
+    key = jax.random.key(11)
+    a, b = build(key, jnp.float32), build(key, jnp.float64)
+    np.testing.assert_allclose(np.asarray(a.model.features, np.float64), b.model.features, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(a.theta, np.float64), b.theta, atol=1e-6)
+    np.testing.assert_array_equal(a.model.obs_mask, b.model.obs_mask)
+
+
+def test_radius_is_the_class_bound():
+    """UCB's S is the class's true bound: 1 on the unit-sphere instances, sqrt(K) for the
+    multi-armed bandit (means in [0, 1]^K), ||theta|| for an explicit instance."""
+    k = jax.random.key(0)
+    assert float(linear.semi_bandit(k, 3, 10).model.radius) == 1.0
+    mab = linear.multi_armed_bandit(k, 9)
+    assert float(mab.model.radius) == pytest.approx(3.0)
+    assert float(jnp.linalg.norm(mab.theta)) <= 3.0
+    eye = np.eye(3)
+    inst = linear.linear_side_observation(eye, eye[:, None, :], np.array([0.0, 3.0, 4.0]))
+    assert float(inst.model.radius) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match="radius"):
+        linear.linear_side_observation(eye, eye[:, None, :], np.array([0.0, 3.0, 4.0]), radius=1.0)

@@ -109,3 +109,78 @@ def test_sharded_over_two_host_devices_is_identical(tmp_path):
         assert proc.stdout.strip() == str(n_dev)
         outs.append(np.load(path))
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
+    """Regression: with 4 devices a batch of 1 seed is padded to 4 (more padding than seeds);
+    the results equal the single-device ones."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, numpy as np, sys\n"
+        "import e2d_jax as e\n"
+        "p = e.semi_bandit(e.instance_key(0), 3, 6)\n"
+        "for n in (1, 3, 5):\n"
+        "    s = e.simulate(e.linear.ENVIRONMENT, p, e.thompson_sampling(), horizon=12, num_seeds=n, record_every=4)\n"
+        "    np.save(sys.argv[1] + f'_{n}.npy', s.result.regret)\n"
+        "print(len(jax.devices()))\n"
+    )
+    outs = {}
+    for n_dev in (1, 4):
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n_dev}")
+        prefix = str(tmp_path / f"d{n_dev}")
+        proc = subprocess.run([sys.executable, "-c", code, prefix], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == str(n_dev)
+        outs[n_dev] = [np.load(f"{prefix}_{n}.npy") for n in (1, 3, 5)]
+    for a, b in zip(outs[1], outs[4]):
+        assert a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def test_instance_and_run_streams_are_distinct():
+    """Regression: the keys that draw an instance (split of its key) are never run keys of the
+    same seed value (they used to be exactly the master keys of seeds 0, 1 and 2)."""
+    from e2d_jax.simulate import instance_key
+
+    data = lambda keys: {tuple(np.asarray(jax.random.key_data(k)).ravel()) for k in keys}
+    for s in (0, 1, 7):
+        inst = data(jax.random.split(instance_key(s), 3)) | data([instance_key(s)])
+        runs = data(run_keys(s, np.arange(100)))
+        assert not inst & runs
+
+
+def test_nonfinite_cell_is_flagged_and_other_cells_unchanged():
+    """A traced eps2_scale of 0 (which the factory cannot check) makes every round of its cell
+    non-finite: each of its seeds is counted invalid, the other cell equals its run alone."""
+    from e2d_jax import anytime_e2d, simulate as sim_fn, solver_summary, valid_seeds
+
+    params32 = linear.semi_bandit(jax.random.key(0), 3, 6, dtype=jnp.float32)
+    sim = sim_fn(linear.ENVIRONMENT, params32, anytime_e2d, horizon=10, num_seeds=4, record_every=5,
+                 hparams={"eps2_scale": [0.0, 1.0]})
+    valid = valid_seeds(sim.result)
+    assert valid.shape == (2, 4)
+    assert not valid[0].any() and valid[1].all()
+    assert np.all(solver_summary(sim.result.solver)["nonfinite_rounds"][0] == 10)
+    alone = sim_fn(linear.ENVIRONMENT, params32, anytime_e2d(eps2_scale=1.0), horizon=10, num_seeds=4, record_every=5)
+    np.testing.assert_array_equal(sim.result.action_counts[1], alone.result.action_counts)
+
+
+def test_solver_summary_brackets_the_recorded_gaps():
+    """Recording every round, the histogram's per-seed median and p90 are upper bin edges of
+    the exact quantiles of gap / |value| (within one bin: a factor 10^(1/4))."""
+    from e2d_jax import anytime_e2d, solver_summary
+
+    params32 = linear.semi_bandit(jax.random.key(1), 3, 6, dtype=jnp.float32)
+    sim = simulate(linear.ENVIRONMENT, params32, anytime_e2d(), horizon=60, num_seeds=3, record_every=1)
+    info = sim.result.info
+    rel = np.asarray(info.gap, np.float64) / np.abs(np.asarray(info.value, np.float64))
+    stats = solver_summary(sim.result.solver)
+    assert np.all(np.asarray(sim.result.solver.status_counts).sum(-1) == 60)
+    np.testing.assert_array_equal(stats["max_iter_rounds"], (np.asarray(info.status) == 1).sum(-1))
+    for q, key in ((0.5, "rel_gap_median"), (0.9, "rel_gap_p90")):
+        exact = np.quantile(rel, q, axis=1, method="inverted_cdf")
+        assert np.all(exact <= stats[key] * (1 + 1e-6))
+        assert np.all(exact >= stats[key] / 10 ** 0.25 * (1 - 1e-6))

@@ -1,0 +1,234 @@
+"""A sweep as data: what to run, expanded into a fixed, deterministic list of work units.
+
+A :class:`SweepSpec` names an environment (a registry name with its sizes), the instance
+seeds, the agents (registry names with static options and an optional grid of numeric
+hyperparameters), the horizon, the number of seeds and the master seed. It expands into work
+units (:func:`units`): one per (agent, chunk of seeds). A unit runs *every* hyperparameter
+cell of its agent on *every* instance for its seeds in one compiled call: cells and instances
+are vmapped axes, not Python loops. Each unit is a pure function of its description, so any
+executor may run any unit in any order and get the same bits, and a resumed sweep runs only
+the units whose files are missing.
+
+Chunk size (seeds per unit): by default the largest number that keeps a unit at most
+``MAX_TRAJECTORIES`` trajectories (cells x instances x seeds) and at most ``MAX_SEEDS_PER_UNIT``
+seeds, so memory stays bounded whatever the sweep's size and a killed run loses at most one
+unit's work per agent; ``chunk_size`` overrides it. Every unit of an agent has the same shape
+(the last one is padded), so the agent compiles once.
+
+TOML (``e2d-jax sweep SPEC.toml``; see ``benchmarks``' neighbour ``sweeps/`` for an example)::
+
+    name = "eps-constant"
+    env = "semi-bandit"
+    d = 3
+    arms = 10
+    horizon = 2000
+    seeds = 500
+    instances = 20            # instance seeds 0..19, or a list of seeds
+    [[agents]]
+    name = "anytime-e2d"
+    divergence = "squared"
+    grid = { eps2_scale = [0.03, 0.1, 0.3, 1.0, 3.0] }
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from e2d_jax import _validation as V
+
+MAX_TRAJECTORIES = 4096
+MAX_SEEDS_PER_UNIT = 1000
+
+#: Static agent options a spec may give (the ``e2d-jax run`` flags) and the numeric
+#: hyperparameters a grid may vary (traced; every agent factory accepts its own).
+STATIC_OPTIONS = ("divergence", "solver", "solver_iters", "gaps")
+CONVENTIONS = ("implementation", "paper-text")
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentEntry:
+    """One agent of a sweep.
+
+    Attributes:
+      name: registry name with its parameter, e.g. ``"anytime-e2d"``, ``"e2d-n200"``.
+      options: static options (``divergence``, ``solver``, ``solver_iters``, ``gaps``).
+      grid: ``{hyperparameter: [values]}``; the cells are the Cartesian product (vmapped).
+    """
+
+    name: str
+    options: tuple = ()  # sorted (key, value) pairs (hashable)
+    grid: tuple = ()  # sorted (key, (values...)) pairs
+
+    @staticmethod
+    def make(name: str, options: dict | None = None, grid: dict | None = None) -> "AgentEntry":
+        options = dict(options or {})
+        unknown = set(options) - set(STATIC_OPTIONS)
+        if unknown:
+            raise ValueError(f"agents[{name}]: unknown option(s) {sorted(unknown)}; static options are "
+                             f"{STATIC_OPTIONS}, numeric hyperparameters go in 'grid'")
+        grid = dict(grid or {})
+        cells = []
+        for key, values in sorted(grid.items()):
+            vals = np.asarray(values, np.float64).reshape(-1)
+            if vals.size == 0 or not np.all(np.isfinite(vals)):
+                raise ValueError(f"agents[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
+            cells.append((key, tuple(float(v) for v in vals)))
+        return AgentEntry(name=name, options=tuple(sorted(options.items())), grid=tuple(cells))
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    def cells(self) -> dict:
+        """``{hyperparameter: values (H,)}`` of the Cartesian product; ``{}`` without a grid."""
+        if not self.grid:
+            return {}
+        names = [k for k, _ in self.grid]
+        mesh = np.meshgrid(*[np.asarray(v) for _, v in self.grid], indexing="ij")
+        return {n: m.reshape(-1) for n, m in zip(names, mesh)}
+
+    @property
+    def num_cells(self) -> int:
+        return int(np.prod([len(v) for _, v in self.grid])) if self.grid else 1
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep runs (see the module docstring). Everything that changes a result is here,
+    so the spec's digest identifies the results."""
+
+    env: str
+    agents: tuple
+    horizon: int
+    seeds: int
+    seed: int = 0
+    instance_seeds: tuple = (0,)
+    d: int | None = None
+    arms: int | None = None
+    models: int | None = None
+    sigma: float = 1.0
+    record_every: int | None = None
+    chunk_size: int | None = None
+    x64: bool = False
+    conventions: str | None = None
+    name: str = "sweep"
+
+    def __post_init__(self):
+        V.check_int("horizon", self.horizon, minimum=1)
+        V.check_int("seeds", self.seeds, minimum=1)
+        V.check_int("seed", self.seed, minimum=0)
+        if not self.agents:
+            raise ValueError("agents: a sweep needs at least one agent")
+        labels = [a.label for a in self.agents]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"agents: an agent is listed twice: {labels}")
+        if not self.instance_seeds:
+            raise ValueError("instances: a sweep needs at least one instance seed")
+        for s in self.instance_seeds:
+            V.check_int("instance seed", s, minimum=0)
+        if self.record_every is not None:
+            V.check_int("record_every", self.record_every, minimum=1)
+        if self.chunk_size is not None:
+            V.check_int("chunk_size", self.chunk_size, minimum=1)
+        if self.conventions is not None and self.conventions not in CONVENTIONS:
+            raise ValueError(f"conventions must be one of {CONVENTIONS}, got {self.conventions!r}")
+
+    @property
+    def every(self) -> int:
+        """Rounds between records (default: horizon / 200)."""
+        return min(self.record_every or max(1, self.horizon // 200), self.horizon)
+
+    def chunk(self, agent: AgentEntry) -> int:
+        """Seeds per unit for ``agent`` (see the module docstring)."""
+        if self.chunk_size is not None:
+            return min(self.chunk_size, self.seeds)
+        per = agent.num_cells * len(self.instance_seeds)
+        return max(1, min(self.seeds, MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // per))
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["agents"] = [{"name": a.name, "options": dict(a.options), "grid": {k: list(v) for k, v in a.grid}}
+                       for a in self.agents]
+        d["instance_seeds"] = list(self.instance_seeds)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> "SweepSpec":
+        d = dict(d)
+        d["agents"] = tuple(AgentEntry.make(a["name"], a.get("options"), a.get("grid")) for a in d["agents"])
+        d["instance_seeds"] = tuple(int(s) for s in d.get("instance_seeds", (0,)))
+        fields = {f.name for f in dataclasses.fields(SweepSpec)}
+        unknown = set(d) - fields
+        if unknown:
+            raise ValueError(f"unknown sweep field(s) {sorted(unknown)}; valid: {sorted(fields)}")
+        return SweepSpec(**d)
+
+    def digest(self, code: str) -> str:
+        """Identifies the results: the spec plus the code that computes them."""
+        text = json.dumps({"spec": self.to_dict(), "code": code}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Unit(NamedTuple):
+    """One work unit: every cell and instance of one agent for seeds [first, first + count)."""
+
+    agent: AgentEntry
+    index: int  # chunk index
+    first: int  # first seed index
+    count: int  # seeds in the unit
+    size: int  # the agent's chunk size (the compiled batch; the last unit is padded to it)
+
+    @property
+    def uid(self) -> str:
+        return f"{self.agent.label}/chunk{self.index:05d}"
+
+
+def units(spec: SweepSpec) -> list:
+    """The fixed, deterministic list of the sweep's work units."""
+    out = []
+    for agent in spec.agents:
+        size = spec.chunk(agent)
+        for i in range(math.ceil(spec.seeds / size)):
+            first = i * size
+            out.append(Unit(agent, i, first, min(size, spec.seeds - first), size))
+    return out
+
+
+def load_toml(path) -> SweepSpec:
+    """A :class:`SweepSpec` from a TOML file (see the module docstring); errors name the field."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    raw = dict(raw)
+    if "instances" in raw:
+        inst = raw.pop("instances")
+        if isinstance(inst, int):
+            if inst < 1:
+                raise ValueError(f"instances must be >= 1 or a list of instance seeds, got {inst}")
+            raw["instance_seeds"] = list(range(inst))
+        else:
+            raw["instance_seeds"] = [int(s) for s in inst]
+    agents = raw.pop("agents", None)
+    if not agents:
+        raise ValueError(f"{path}: no [[agents]] table")
+    entries = []
+    for a in agents:
+        a = dict(a)
+        if "name" not in a:
+            raise ValueError(f"{path}: every [[agents]] entry needs a name")
+        name, grid = a.pop("name"), a.pop("grid", None)
+        entries.append(AgentEntry.make(name, a, grid))
+    raw["agents"] = tuple(entries)
+    try:
+        return SweepSpec.from_dict({**raw, "agents": [{"name": e.name, "options": dict(e.options),
+                                                       "grid": {k: list(v) for k, v in e.grid}} for e in entries]})
+    except TypeError as err:
+        raise ValueError(f"{path}: {err}") from None
