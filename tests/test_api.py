@@ -52,8 +52,9 @@ FINITE_GRIDS = {
 
 
 def _close_per_cell(sim, factory, hparams, env, params):
-    """The vmapped grid gives each cell's per-seed results as running that cell alone."""
-    for c in range(len(next(iter(hparams.values())))):
+    """The vmapped grid gives the last cell's per-seed results as running that cell alone (one
+    cell keeps the test short; tests/test_experiments.py compares every cell of a sweep)."""
+    for c in range(len(next(iter(hparams.values()))))[-1:]:
         alone = e2d.simulate(env, params, factory(**{k: v[c] for k, v in hparams.items()}), horizon=12,
                              num_seeds=3, record_every=4)
         np.testing.assert_array_equal(sim.result.action_counts[c], alone.result.action_counts)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from e2d_jax import _validation as V

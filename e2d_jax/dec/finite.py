@@ -65,7 +65,6 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from e2d_jax import _linalg
 from e2d_jax import _validation as V
 from e2d_jax.dec import matrix_game
 from e2d_jax.dec.matrix_game import SOLVERS, GameSolution

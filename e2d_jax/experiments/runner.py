@@ -21,7 +21,6 @@ an agent has the same compiled shape.
 from __future__ import annotations
 
 import hashlib
-import os
 import platform
 import shutil
 import sys
