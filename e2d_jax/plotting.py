@@ -77,14 +77,18 @@ def plot_figure1(dirs: dict, path=None):
 
     fig = Figure(figsize=(11, 4.2), dpi=120)
     axes = fig.subplots(1, len(dirs), squeeze=False)[0]
+    tables = {title: read_table(out) for title, out in dirs.items()}
+    # One colour per agent across the panels.
+    labels = list(dict.fromkeys(label for t in tables.values() for label in t["cell"]))
+    colours = {label: f"C{i % 10}" for i, label in enumerate(labels)}
     for ax, (title, out) in zip(axes, dirs.items()):
-        table = read_table(out)
+        table = tables[title]
         for label, (rounds, regret) in _curves_by_cell(table, read_curves(out)).items():
             if regret.shape[0] == 0:
                 continue
             mean, half = mean_ci95(regret)
-            (line,) = ax.plot(rounds, mean, label=label)
-            ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
+            ax.plot(rounds, mean, label=label, color=colours[label])
+            ax.fill_between(rounds, mean - half, mean + half, color=colours[label], alpha=0.2, lw=0)
         seeds = int(table.groupby("cell")["valid"].sum().min())
         ax.set_title(f"{title} ({seeds} seeds)", fontsize=10)
         ax.set_xlabel("round t")
