@@ -292,7 +292,7 @@ def _anytime(spec, model):
 
 
 @register_agent("e2d", ("linear", "finite"),
-                "fixed-horizon E2D tuned for the run's horizon; e2d@N tunes for horizon N (linear: "
+                "fixed-horizon E2D tuned for the run's horizon; e2d-nN tunes for horizon N (linear: "
                 "lambda = sqrt(N/(4 log N)); finite: the regret-bound minimiser)")
 def _e2d(spec, model):
     from e2d_jax.agents.family import family_of, fixed_horizon_e2d

@@ -85,35 +85,10 @@ def test_nonfinite_seed_is_counted_not_spread():
     np.testing.assert_array_equal(res.regret[2], good.regret)
 
 
-def test_sharded_over_two_host_devices_is_identical(tmp_path):
-    """Seeds sharded over 2 forced CPU devices give exactly the single-device results."""
-    import os
-    import subprocess
-    import sys
-
-    code = (
-        "import jax, numpy as np, sys\n"
-        "from e2d_jax.envs import linear\n"
-        "from e2d_jax.agents.ucb import ucb\n"
-        "from e2d_jax.simulate import simulate\n"
-        "p = linear.semi_bandit(jax.random.key(0), 3, 6)\n"
-        "s = simulate(linear.ENVIRONMENT, p, ucb(), horizon=40, num_seeds=10, seed=2, record_every=10, batch_size=4)\n"
-        "np.save(sys.argv[1], s.result.regret); print(len(jax.devices()))\n"
-    )
-    outs = []
-    for n_dev in (1, 2):
-        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n_dev}")
-        path = tmp_path / f"r{n_dev}.npy"
-        proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.strip() == str(n_dev)
-        outs.append(np.load(path))
-    np.testing.assert_array_equal(outs[0], outs[1])
-
-
 def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
     """Regression: with 4 devices a batch of 1 seed is padded to 4 (more padding than seeds);
-    the results equal the single-device ones."""
+    the results equal the single-device ones (also for 5 seeds, padded to 8: sharding does
+    not change any seed)."""
     import os
     import subprocess
     import sys
@@ -122,7 +97,7 @@ def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
         "import jax, numpy as np, sys\n"
         "import e2d_jax as e\n"
         "p = e.semi_bandit(e.instance_key(0), 3, 6)\n"
-        "for n in (1, 3, 5):\n"
+        "for n in (1, 5):\n"
         "    s = e.simulate(e.linear.ENVIRONMENT, p, e.thompson_sampling(), horizon=12, num_seeds=n, record_every=4)\n"
         "    np.save(sys.argv[1] + f'_{n}.npy', s.result.regret)\n"
         "print(len(jax.devices()))\n"
@@ -134,7 +109,7 @@ def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
         proc = subprocess.run([sys.executable, "-c", code, prefix], env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip() == str(n_dev)
-        outs[n_dev] = [np.load(f"{prefix}_{n}.npy") for n in (1, 3, 5)]
+        outs[n_dev] = [np.load(f"{prefix}_{n}.npy") for n in (1, 5)]
     for a, b in zip(outs[1], outs[4]):
         assert a.shape == b.shape
         np.testing.assert_array_equal(a, b)
