@@ -12,7 +12,7 @@ its output directory: ``manifest.json``; one atomic chunk file per finished work
 action counts, solver status counts, non-finite rounds; ``pandas.read_parquet`` reads it);
 ``curves.npz`` (regret at the recorded rounds, row-aligned with the table); ``summary.json``
 (mean and 95% CI per cell, the per-round solver statistics, the configuration and its
-conventions, versions, device, wall time); and figures (``regret.png``, ``final_regret.png``;
+conventions, versions, device, wall time); and figures (``regret`` and ``final_regret`` as PNG and PDF;
 ``figure1.png``/``.pdf`` for ``reproduce all``; regret against a hyperparameter for grids).
 
 A killed command continues with ``--resume`` (finished units are kept, nothing is repeated);
@@ -185,8 +185,11 @@ def _figures(out: Path, summary: dict, title: str) -> None:
     from e2d_jax.experiments import storage
     from e2d_jax.plotting import plot_final_distribution, plot_hyperparameter, plot_results
 
-    storage.atomic_write(out / "regret.png", lambda f: plot_results(out, f, title=title))
-    storage.atomic_write(out / "final_regret.png", lambda f: plot_final_distribution(out, f, title=title))
+    for suffix in ("png", "pdf"):
+        storage.atomic_write(out / f"regret.{suffix}",
+                             lambda f, s=suffix: plot_results(out, title=title).savefig(f, format=s))
+        storage.atomic_write(out / f"final_regret.{suffix}",
+                             lambda f, s=suffix: plot_final_distribution(out, title=title).savefig(f, format=s))
     hps = sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]})
     for hp in hps:
         storage.atomic_write(out / f"regret_vs_{hp}.png", lambda f, hp=hp: plot_hyperparameter(out, hp, f, title=title))

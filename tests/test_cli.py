@@ -29,7 +29,7 @@ def test_run_writes_results_summary_and_plot(tmp_path):
         np.testing.assert_allclose(rows["final_regret"].mean(), s["final_regret_mean"], rtol=1e-6)
         assert np.stack(rows["action_counts"]).sum() == 6 * 40
     assert summary["config"]["horizon"] == 40 and "jax" in summary["versions"]
-    for fig in ("regret.png", "final_regret.png"):
+    for fig in ("regret.png", "final_regret.png", "regret.pdf", "final_regret.pdf"):
         assert (out / fig).stat().st_size > 1000
     # A second identical call reuses the stored results instead of recomputing them.
     chunk = out / "chunks" / "ucb" / "chunk00000.npz"
