@@ -41,13 +41,19 @@ def plot_regret(curves: dict, path=None, *, title: str | None = None):
         ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
     ax.set_xlabel("round t")
     ax.set_ylabel("cumulative pseudo-regret")
+    return _finish(fig, ax, title, path, legend=8, fmt="png")
+
+
+def _finish(fig, ax, title, path, *, legend=None, fmt=None):
+    """Title, grid, legend, layout; writes ``path`` if given; returns the figure."""
     if title:
         ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="both" if legend else "y")
+    if legend:
+        ax.legend(fontsize=legend)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, format="png")
+        fig.savefig(path, format=fmt)
     return fig
 
 
@@ -115,13 +121,7 @@ def plot_final_distribution(out, path=None, *, title: str | None = None):
     ax.boxplot(data, showmeans=True)
     ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=7)
     ax.set_ylabel("final cumulative pseudo-regret")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path)
-    return fig
+    return _finish(fig, ax, title, path)
 
 
 def plot_hyperparameter(out, hparam: str, path=None, *, references=("ucb", "ts"), title: str | None = None):
@@ -163,11 +163,4 @@ def plot_hyperparameter(out, hparam: str, path=None, *, references=("ucb", "ts")
     ax.set_xscale("log")
     ax.set_xlabel(hparam)
     ax.set_ylabel("final cumulative pseudo-regret")
-    if title:
-        ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path)
-    return fig
+    return _finish(fig, ax, title, path, legend=7)
