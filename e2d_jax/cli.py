@@ -3,6 +3,7 @@
     e2d-jax run --env semi-bandit --d 3 --arms 10 --horizon 2000 --seeds 1000 \\
                 --agents anytime-e2d,e2d-n200,ucb,ts --out runs/demo
     e2d-jax reproduce exp1|exp2|all [--seeds 100] [--conventions implementation|paper-text] --out runs/paper
+    e2d-jax reproduce sensitivity|candidates [--instances N] [--seeds S] --out runs/claims
     e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
     e2d-jax plot DIR [--hparam eps2_scale]
 
@@ -115,13 +116,19 @@ def build_parser() -> argparse.ArgumentParser:
     _common(run)
 
     rep = sub.add_parser("reproduce", help="the paper's experiments (Appendix 'Experiments') and Figure 1")
-    rep.add_argument("experiment", choices=["exp1", "exp2", "all"])
-    rep.add_argument("--seeds", type=_positive_int("--seeds"), default=100, help="seeds (default 100, as in the paper)")
+    rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates"],
+                     help="exp1, exp2 or all (Figure 1); sensitivity: final regret against each algorithm's "
+                          "hyperparameter on both shapes over random instances; candidates: what decides "
+                          "Experiment 2, on the paper's and the authors' instance distributions")
+    rep.add_argument("--seeds", type=_positive_int("--seeds"), default=None,
+                     help="seeds per instance (default 100, as in the paper; sensitivity: 500 on exp1, 200 on "
+                          "exp2; candidates: 20)")
     rep.add_argument("--conventions", choices=["implementation", "paper-text"], default="implementation",
                      help="information without the 1/2 as in the authors' implementation (default) or with it "
                           "as in the paper's text")
-    rep.add_argument("--instances", type=_positive_int("--instances"), default=1,
-                     help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper)")
+    rep.add_argument("--instances", type=_positive_int("--instances"), default=None,
+                     help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
+                          "sensitivity: 20; candidates: 100)")
     rep.add_argument("--solver", choices=["saddle", "paper"], default=None,
                      help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
     _common(rep, out_required=False)
@@ -242,7 +249,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command != "plot":
         _setup_jax(args)
-    from e2d_jax.experiments import SweepError, experiment, load_toml
+    from e2d_jax.experiments import SweepError, load_toml
 
     t0 = time.perf_counter()
     try:
@@ -255,12 +262,9 @@ def main(argv=None) -> int:
             return _execute(spec, out, args)[1]
         if args.command == "reproduce":
             base = Path(args.out or "runs/reproduce")
-            names = ["exp1", "exp2"] if args.experiment == "all" else [args.experiment]
             status = 0
-            for name in names:
-                spec = experiment(name, seeds=args.seeds, conventions=args.conventions, instances=args.instances,
-                                  solver=args.solver)
-                status = max(status, _execute(spec, base / name, args)[1])
+            for spec in _reproduce_specs(args):
+                status = max(status, _execute(spec, base / spec.name, args)[1])
             if args.experiment == "all":
                 _figure1(base, args.conventions)
             print(f"reproduce {args.experiment}: {time.perf_counter() - t0:.0f} s wall")
@@ -271,6 +275,25 @@ def main(argv=None) -> int:
     except ValueError as err:
         _fail(parser, err)
     return 2
+
+
+def _reproduce_specs(args) -> list:
+    from e2d_jax.experiments import presets
+
+    if args.experiment in ("sensitivity", "candidates"):
+        if args.conventions != "implementation" or args.solver is not None:
+            raise ValueError(f"reproduce {args.experiment}: --conventions and --solver do not apply (the sweep "
+                             "measures both conventions and both solvers itself)")
+        if args.experiment == "sensitivity":
+            return [presets.sensitivity(name, seeds=args.seeds, instances=args.instances or 20)
+                    for name in ("exp1", "exp2")]
+        specs = [presets.exp2_candidates(env, seeds=args.seeds or 20, instances=args.instances or 100)
+                 for env in presets.DISTRIBUTIONS]
+        return specs + [presets.exp2_solver(env, seeds=args.seeds or 20, instances=min(args.instances or 20, 20))
+                        for env in presets.DISTRIBUTIONS]
+    names = ["exp1", "exp2"] if args.experiment == "all" else [args.experiment]
+    return [presets.experiment(name, seeds=args.seeds or 100, conventions=args.conventions,
+                               instances=args.instances or 1, solver=args.solver) for name in names]
 
 
 def _figure1(base: Path, conventions: str) -> None:

@@ -12,7 +12,9 @@ gives the agent of one cell of a sweep's grid.
 
 Environments (instance drawn from ``e2d_jax.simulate.instance_key(instance_seed)``):
 
-* linear: ``semi-bandit`` (the paper's experiments; d=3, K=10), ``linear-bandit``, ``mab``;
+* linear: ``semi-bandit`` (the paper's experiments as its text describes them; d=3, K=10),
+  ``semi-bandit-authors`` (the same as the authors' code draws it: f* = e_1, unnormalised
+  Gaussian features, action 0 revealing), ``linear-bandit``, ``mab``;
 * finite classes: ``finite-mab`` (K=5, M=30 random mean vectors), ``finite-revealing``
   (K=10, M=30, an informative costly action at gain 3), ``finite-revealing-plain`` (gain 1),
   ``finite-bernoulli`` (K=5, M=30).
@@ -66,7 +68,7 @@ AGENT_FAMILIES: dict[str, tuple[str, ...]] = {}
 # Which of the flags below apply to which family (a flag given for the other family is an
 # error, never silently ignored).
 FLAG_FAMILIES = {"solver": ("linear",), "solver_iters": ("linear",), "divergence": ("linear",),
-                 "gaps": ("linear", "finite")}
+                 "gaps": ("linear", "finite"), "eps2_schedule": ("linear",)}
 # Extra ``e2d-jax run`` flags that agent factories read from ``AgentSpec.options``
 # (the option key is the flag without dashes, with '-' as '_').
 AGENT_FLAGS: list[tuple[str, dict]] = [
@@ -79,6 +81,9 @@ AGENT_FLAGS: list[tuple[str, dict]] = [
                           help="E2D divergence on linear models: Gaussian KL (default, the paper's text) or "
                                "||M(g-f)||^2 (the authors' implementation)")),
     ("--gaps", dict(choices=["delta_f", "delta"], default=None, help="E2D gaps (default delta_f, both families)")),
+    ("--eps2-schedule", dict(choices=["dim", "rank", "rank-log"], default=None,
+                             help="Anytime-E2D's eps_t^2 on linear models: dim (d/t, the paper's; default), rank "
+                                  "(r/t, r = dimension of the observable span) or rank-log (r(1+log t)/t)")),
 ]
 
 
@@ -173,6 +178,16 @@ def _semi_bandit(spec, key):
 
     return linear.ENVIRONMENT, linear.semi_bandit(key, spec.d or 3, spec.arms or 10, sigma=spec.sigma,
                                                   dtype=spec.dtype)
+
+
+@register_env("semi-bandit-authors", "linear",
+              "the revealing semi-bandit as the authors' code draws it: f* = e1, N(0,1) features not "
+              "normalised, action 0 revealing (possibly optimal) (d=3, K=10)")
+def _semi_bandit_authors(spec, key):
+    from e2d_jax.envs import linear
+
+    return linear.ENVIRONMENT, linear.semi_bandit_authors(key, spec.d or 3, spec.arms or 10, sigma=spec.sigma,
+                                                          dtype=spec.dtype)
 
 
 @register_env("linear-bandit", "linear", "plain linear bandit, M_pi = phi_pi^T (d=3, K=10)")
@@ -288,6 +303,8 @@ def _anytime(spec, model):
                                  f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
             field, value = _ANYTIME_OPTIONS[token]
             kwargs[field] = value
+    if family == "linear" and spec.options.get("eps2_schedule"):
+        kwargs["eps2_schedule"] = spec.options["eps2_schedule"]
     return functools.partial(anytime_e2d, **kwargs)
 
 

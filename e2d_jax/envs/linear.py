@@ -208,6 +208,35 @@ def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0, r
     return LinearEnvParams(model=model, theta=jnp.asarray(theta, features.dtype))
 
 
+def semi_bandit_authors(key: jax.Array, d: int, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
+    """The revealing semi-bandit as the authors' code draws it (kirschnj/pm-ids, branch e2d,
+    ``semi_bandit`` in ``pm/main.py``, default flags), the ``semi-bandit-authors`` preset.
+
+    f* = e_1; features with i.i.d. N(0, 1) entries, *not* normalised (that code normalises the
+    rows only with ``--normalize_actions``, off by default), so ||phi_pi|| is about sqrt(d);
+    action 0 is the revealing action, with no check that it is suboptimal (the paper's text
+    says it is; on this distribution it is the optimal action with probability 1/K). The
+    observation structure is :func:`semi_bandit`'s. ``model.radius`` = 1 (= ||f*||).
+
+    The draws are made in float32 and cast, so the instance depends on its key only.
+    """
+    _check_sizes(d, num_actions)
+    V.check_positive("sigma", sigma)
+    dtype = _default_dtype(dtype)
+    features = jax.random.normal(key, (num_actions, d), dtype=jnp.float32).astype(dtype)
+    theta = jnp.zeros((d,), dtype).at[0].set(1.0)
+    return semi_bandit_from_features(features, theta, 0, sigma=sigma)
+
+
+def revealing_is_optimal(params: LinearEnvParams) -> jax.Array:
+    """Whether a semi-bandit's revealing action is an optimal action (bool; vmappable).
+
+    The revealing action is the one whose observation matrix has more than one row."""
+    rev = jnp.argmax(params.model.obs_mask.sum(-1))
+    rewards = mean_rewards(params)
+    return rewards[rev] >= rewards.max()
+
+
 def linear_bandit(key, d: int, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
     """Plain linear bandit (Example 2.1): M_pi = phi_pi^T, random instance as documented above."""
     _check_sizes(d, num_actions)

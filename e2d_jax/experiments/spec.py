@@ -28,6 +28,10 @@ TOML (``e2d-jax sweep SPEC.toml``; see ``benchmarks``' neighbour ``sweeps/`` for
     name = "anytime-e2d"
     divergence = "squared"
     grid = { eps2_scale = [0.03, 0.1, 0.3, 1.0, 3.0] }
+    [[agents]]
+    name = "anytime-e2d"
+    label = "anytime-e2d-kl"  # one registry name twice: each needs its own label
+    divergence = "kl"
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -46,7 +51,7 @@ MAX_SEEDS_PER_UNIT = 1000
 
 #: Static agent options a spec may give (the ``e2d-jax run`` flags) and the numeric
 #: hyperparameters a grid may vary (traced; every agent factory accepts its own).
-STATIC_OPTIONS = ("divergence", "solver", "solver_iters", "gaps")
+STATIC_OPTIONS = ("divergence", "solver", "solver_iters", "gaps", "eps2_schedule")
 CONVENTIONS = ("implementation", "paper-text")
 
 
@@ -58,14 +63,19 @@ class AgentEntry:
       name: registry name with its parameter, e.g. ``"anytime-e2d"``, ``"e2d-n200"``.
       options: static options (``divergence``, ``solver``, ``solver_iters``, ``gaps``).
       grid: ``{hyperparameter: [values]}``; the cells are the Cartesian product (vmapped).
+      tag: the agent's name in every output when one registry name appears more than once
+        (e.g. ``"anytime-e2d-kl"`` for Anytime-E2D with other options); default ``name``.
     """
 
     name: str
     options: tuple = ()  # sorted (key, value) pairs (hashable)
     grid: tuple = ()  # sorted (key, (values...)) pairs
+    tag: str | None = None
 
     @staticmethod
-    def make(name: str, options: dict | None = None, grid: dict | None = None) -> "AgentEntry":
+    def make(name: str, options: dict | None = None, grid: dict | None = None, tag: str | None = None) -> "AgentEntry":
+        if tag is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]*", str(tag)):
+            raise ValueError(f"agents[{name}].label must be letters, digits and . _ @ + - (it names files), got {tag!r}")
         options = dict(options or {})
         unknown = set(options) - set(STATIC_OPTIONS)
         if unknown:
@@ -78,11 +88,11 @@ class AgentEntry:
             if vals.size == 0 or not np.all(np.isfinite(vals)):
                 raise ValueError(f"agents[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
             cells.append((key, tuple(float(v) for v in vals)))
-        return AgentEntry(name=name, options=tuple(sorted(options.items())), grid=tuple(cells))
+        return AgentEntry(name=name, options=tuple(sorted(options.items())), grid=tuple(cells), tag=tag)
 
     @property
     def label(self) -> str:
-        return self.name
+        return self.tag or self.name
 
     def cells(self) -> dict:
         """``{hyperparameter: values (H,)}`` of the Cartesian product; ``{}`` without a grid."""
@@ -152,15 +162,16 @@ class SweepSpec:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["agents"] = [{"name": a.name, "options": dict(a.options), "grid": {k: list(v) for k, v in a.grid}}
-                       for a in self.agents]
+        d["agents"] = [{"name": a.name, "options": dict(a.options), "grid": {k: list(v) for k, v in a.grid},
+                        **({"label": a.tag} if a.tag else {})} for a in self.agents]
         d["instance_seeds"] = list(self.instance_seeds)
         return d
 
     @staticmethod
     def from_dict(d: dict) -> "SweepSpec":
         d = dict(d)
-        d["agents"] = tuple(AgentEntry.make(a["name"], a.get("options"), a.get("grid")) for a in d["agents"])
+        d["agents"] = tuple(AgentEntry.make(a["name"], a.get("options"), a.get("grid"), a.get("label"))
+                            for a in d["agents"])
         d["instance_seeds"] = tuple(int(s) for s in d.get("instance_seeds", (0,)))
         fields = {f.name for f in dataclasses.fields(SweepSpec)}
         unknown = set(d) - fields
@@ -224,11 +235,12 @@ def load_toml(path) -> SweepSpec:
         a = dict(a)
         if "name" not in a:
             raise ValueError(f"{path}: every [[agents]] entry needs a name")
-        name, grid = a.pop("name"), a.pop("grid", None)
-        entries.append(AgentEntry.make(name, a, grid))
+        name, grid, tag = a.pop("name"), a.pop("grid", None), a.pop("label", None)
+        entries.append(AgentEntry.make(name, a, grid, tag))
     raw["agents"] = tuple(entries)
     try:
         return SweepSpec.from_dict({**raw, "agents": [{"name": e.name, "options": dict(e.options),
-                                                       "grid": {k: list(v) for k, v in e.grid}} for e in entries]})
+                                                       "grid": {k: list(v) for k, v in e.grid},
+                                                       **({"label": e.tag} if e.tag else {})} for e in entries]})
     except TypeError as err:
         raise ValueError(f"{path}: {err}") from None
