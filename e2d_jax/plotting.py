@@ -164,3 +164,59 @@ def plot_hyperparameter(out, hparam: str, path=None, *, references=("ucb", "ts")
     ax.set_xlabel(hparam)
     ax.set_ylabel("final cumulative pseudo-regret")
     return _finish(fig, ax, title, path, legend=7)
+
+
+def plot_sensitivity(dirs: dict, path=None):
+    """Final regret against each algorithm's hyperparameter over instances (issue: the claims).
+
+    ``dirs``: ``{title: results directory of a sensitivity sweep}`` (one row of panels each;
+    ``e2d_jax.experiments.presets.sensitivity``). Left panel: Anytime-E2D against c in
+    eps_t^2 = c d / t; right: E2D against m in lambda = m sqrt(n / (4 log n)). Lines: the
+    median over instances of the per-instance mean final regret; dark band: 95% CI of the
+    mean over instances (bootstrap); light band: the quartiles over instances. UCB and TS are
+    horizontal references (median, quartile band); the paper-text convention (Gaussian KL)
+    at the default multiplier is drawn at its equivalent multiplier (c = 2, m = 1/2) as a
+    diamond; the paper's mis-tuned E2D agents (exp1) as crosses at their m.
+    """
+    from matplotlib.figure import Figure
+
+    from e2d_jax.agents.e2d import tune_lambda
+    from e2d_jax.experiments import claims
+
+    fig = Figure(figsize=(11, 3.9 * len(dirs)), dpi=110)
+    axes = np.atleast_2d(fig.subplots(len(dirs), 2, squeeze=False))
+    for row, (title, out) in enumerate(dirs.items()):
+        table, summary = claims.load(out)
+        n = summary["config"]["horizon"]
+        agents = {c["agent"] for c in summary["agents"].values()}
+        for ax, (agent, hp, xlabel, kl_x) in zip(axes[row], (
+                ("anytime-e2d", "eps2_scale", "c in $\\epsilon_t^2 = c\\,d/t$", 2.0),
+                (f"e2d-n{n}", "lam_scale", "m in $\\lambda = m\\sqrt{n/(4\\log n)}$", 0.5))):
+            s = claims.sensitivity(table, agent, hp)
+            (line,) = ax.plot(s["value"], s["median"], "o-", label=f"{agent} (median over {s['instances'][0]} instances)")
+            ax.fill_between(s["value"], s["ci_lo"], s["ci_hi"], color=line.get_color(), alpha=0.35, lw=0)
+            ax.fill_between(s["value"], s["q25"], s["q75"], color=line.get_color(), alpha=0.12, lw=0)
+            kl = f"{agent}-kl"
+            if kl in agents:
+                r = claims.reference(table, kl)
+                ax.errorbar([kl_x], [r["median"]], yerr=[[r["median"] - r["q25"]], [r["q75"] - r["median"]]],
+                            fmt="D", color="black", ms=5, label=f"{kl} (paper-text convention)")
+            if agent.startswith("e2d-n"):
+                for other in sorted(a for a in agents if a.startswith("e2d-n") and not a.endswith("-kl")
+                                    and a != agent):
+                    m = tune_lambda(int(other[len("e2d-n"):])) / tune_lambda(n)
+                    r = claims.reference(table, other)
+                    ax.plot([m], [r["median"]], "x", ms=8, mew=2, label=f"{other} (m = {m:.2f})")
+            for ref, colour in (("ucb", "tab:gray"), ("ts", "tab:brown")):
+                if ref in agents:
+                    r = claims.reference(table, ref)
+                    ax.axhline(r["median"], color=colour, ls="--", lw=1, label=f"{ref.upper()} (median)")
+                    ax.axhspan(r["q25"], r["q75"], color=colour, alpha=0.08, lw=0)
+            ax.set_xscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("final regret")
+            _finish(fig, ax, title, None, legend=7)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig

@@ -11,6 +11,27 @@ paper's experiments) and beta = log|M| for finite classes with EWA. A schedule h
 * a callable ``t -> eps_t^2`` of the 1-based round t (a float array), e.g.
   ``lambda t: 0.5 / t``.
 
+Why r and not d (the estimation error of ridge regression restricted to the observable
+span; Appendix 'Bounding the Estimation Error', Theorem thm:projected-ridge-error). Let S be
+the span of the rows of all observation maps M_pi, r = dim S <= min(d, sum_pi m_pi). With
+V_0 = eta I and V_t = V_0 + sum_{s<t} M_s^T M_s, every M_s^T M_s lives on S, so V_t = eta I
+on the orthogonal complement S^perp and
+
+    log det(V_n) / det(V_0) = log det(I_r + eta^-1 sum_{s<n} U^T M_s^T M_s U) <= r log(1 + n L^2 / (eta r))
+
+with U an orthonormal basis of S and L >= ||M_pi||: the theorem's bound
+Est_n <= (sigma^2 + B^2) E[log det(V_n) / det(V_0)] becomes (sigma^2 + B^2) r log(1 + n L^2 /
+(eta r)), the paper's d log n with d replaced by r. The DEC side has the same dimension: the
+rewards <phi_pi, f> are observed (phi_pi is in S), so gaps, information and hence
+dec^ac_eps(f) depend on f only through its projection on S, and Lemma lem:dec-bounds-linear's
+Kiefer-Wolfowitz step gives dec^ac_eps <= eps sqrt(r). Theorem thm:anytime then reads
+R_n <= max_t (sqrt(r) / eps_t) (sum_t eps_t^2 + Est_n), which eps_t^2 = beta / t balances at
+beta ~ r (up to the constant sigma^2 + B^2 and the log): ``"rank"``, r / t. Taking
+eps_t^2 = Est_t / t literally (the fixed-horizon choice eps^2 = Est_n / n at every t) gives
+``"rank-log"``, r (1 + log t) / t. For the paper's Experiment 1 (d = 3 < K = 10) r = d and the
+schedules coincide; for Experiment 2 (d = 30, K = 10) r = 10 = d / 3. The theory fixes the
+order, not the constant; which constant works is measured (README 'What holds').
+
 Either way the agent multiplies it by ``eps2_scale`` (c in eps_t^2 = c beta / t; a number or
 a traced value, so a grid of c is one vmapped axis). A callable is checked on its first ten
 values before any tracing: each must be finite and > 0 (a schedule of zeros would make every

@@ -1,0 +1,143 @@
+"""The paper's claims as measurable statements over instances (README 'What holds').
+
+Reads stored sweep results (``results.parquet``, one row per agent cell, instance and seed;
+see :mod:`e2d_jax.experiments.storage`) and reduces them to per-instance means with 95%
+confidence intervals over seeds, then to statements over instances:
+
+* :func:`per_instance`: mean final regret, CI half-width and seed count per (cell, instance);
+* :func:`sensitivity`: per hyperparameter value, the median over instances of the
+  per-instance means, their quartiles (the spread over instances) and a 95% CI of the mean
+  over instances (instances resampled, bootstrap);
+* :func:`wins`: on which instances one cell has a lower mean than each of a list of others,
+  and on which it is lower with 95% confidence (Welch interval of the difference above 0);
+* :func:`instance_properties`: what distinguishes the instances of a semi-bandit sweep
+  (whether the revealing action is optimal, its gap, the gaps' range, the observable rank).
+
+Every fraction reported in the README is computed by these functions from the stored table
+(``notebooks/04_sensitivity.ipynb`` runs them).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from e2d_jax.experiments import storage
+
+#: z for two-sided 95% intervals.
+Z95 = 1.959963984540054
+
+
+def load(out) -> tuple:
+    """``(table, summary)`` of a results directory (valid seeds only in the table)."""
+    import pandas as pd
+
+    out = Path(out)
+    table = pd.read_parquet(out / storage.TABLE)
+    summary = json.loads((out / storage.SUMMARY).read_text())
+    return table[table["valid"]], summary
+
+
+def per_instance(table):
+    """Per (cell, instance_seed): ``mean``, ``half`` (95% CI half-width over seeds), ``std``, ``n``."""
+    g = table.groupby(["cell", "instance_seed"])["final_regret"]
+    df = g.agg(mean="mean", std="std", n="count").reset_index()
+    df["half"] = Z95 * df["std"] / np.sqrt(df["n"])
+    return df
+
+
+def _matrix(inst, cell: str):
+    sub = inst[inst["cell"] == cell].set_index("instance_seed").sort_index()
+    if sub.empty:
+        raise ValueError(f"no results for cell {cell!r}; cells: {sorted(inst['cell'].unique())}")
+    return sub
+
+
+def sensitivity(table, agent: str, hparam: str, *, boot: int = 2000, seed: int = 0):
+    """Final regret against ``hparam`` for ``agent``'s grid, over instances.
+
+    Returns a DataFrame with one row per grid value: ``value``, ``median``, ``q25``, ``q75``
+    (quartiles of the per-instance means), ``mean``, ``ci_lo``, ``ci_hi`` (95% bootstrap CI
+    of the mean over instances) and ``instances``.
+    """
+    import pandas as pd
+
+    col = f"hp_{hparam}"
+    sub = table[table["agent"] == agent]
+    if sub.empty or col not in sub:
+        raise ValueError(f"no grid over {hparam!r} for agent {agent!r}")
+    rows = []
+    rng = np.random.default_rng(seed)
+    for value, g in sub.groupby(col):
+        m = g.groupby("instance_seed")["final_regret"].mean().to_numpy()
+        idx = rng.integers(0, m.size, size=(boot, m.size))
+        bs = m[idx].mean(axis=1)
+        rows.append(dict(value=float(value), median=float(np.median(m)), q25=float(np.quantile(m, 0.25)),
+                         q75=float(np.quantile(m, 0.75)), mean=float(m.mean()),
+                         ci_lo=float(np.quantile(bs, 0.025)), ci_hi=float(np.quantile(bs, 0.975)),
+                         instances=int(m.size)))
+    return pd.DataFrame(rows).sort_values("value").reset_index(drop=True)
+
+
+def reference(table, cell: str, *, boot: int = 2000, seed: int = 0) -> dict:
+    """The same statistics as :func:`sensitivity` for one cell (a horizontal reference)."""
+    m = table[table["cell"] == cell].groupby("instance_seed")["final_regret"].mean().to_numpy()
+    if m.size == 0:
+        raise ValueError(f"no results for cell {cell!r}")
+    bs = m[np.random.default_rng(seed).integers(0, m.size, size=(boot, m.size))].mean(axis=1)
+    return dict(median=float(np.median(m)), q25=float(np.quantile(m, 0.25)), q75=float(np.quantile(m, 0.75)),
+                mean=float(m.mean()), ci_lo=float(np.quantile(bs, 0.025)), ci_hi=float(np.quantile(bs, 0.975)),
+                instances=int(m.size))
+
+
+def wins(inst, cell: str, others) -> dict:
+    """On which instances ``cell`` has lower mean final regret than every cell in ``others``.
+
+    Returns ``{"instances", "lower" (bool per instance), "significant" (lower with 95%
+    confidence against every other: the Welch interval of each difference excludes 0),
+    "fraction", "fraction_significant", "worse_significant" (fraction where some other is
+    lower with 95% confidence), "margin" (per instance: best other mean minus ``cell``'s mean)}``.
+    """
+    a = _matrix(inst, cell)
+    lower = np.ones(len(a), bool)
+    sig = np.ones(len(a), bool)
+    worse = np.zeros(len(a), bool)
+    best = np.full(len(a), np.inf)
+    for o in others:
+        b = _matrix(inst, o).reindex(a.index)
+        diff = b["mean"].to_numpy() - a["mean"].to_numpy()
+        half = np.hypot(a["half"].to_numpy(), b["half"].to_numpy())
+        lower &= diff > 0
+        sig &= diff > half
+        worse |= diff < -half
+        best = np.minimum(best, b["mean"].to_numpy())
+    return {"instances": a.index.to_numpy(), "lower": lower, "significant": sig,
+            "fraction": float(lower.mean()), "fraction_significant": float(sig.mean()),
+            "worse_significant": float(worse.mean()), "margin": best - a["mean"].to_numpy()}
+
+
+def instance_properties(spec):
+    """Per instance of a linear sweep: ``revealing_optimal``, ``revealing_gap`` (the revealing
+    action's gap), ``min_gap`` (smallest positive gap), ``max_gap`` and ``rank`` (the
+    observable span's dimension r)."""
+    import jax
+    import pandas as pd
+
+    from e2d_jax import registry
+    from e2d_jax.envs import linear
+
+    env_spec = registry.EnvSpec(spec.env, d=spec.d, arms=spec.arms, sigma=spec.sigma)
+    if registry.ENV_FAMILY.get(spec.env) != "linear":
+        raise ValueError(f"instance_properties: {spec.env!r} is not a linear environment")
+    _, params = registry.build_instances(env_spec, list(spec.instance_seeds))
+    gaps = np.asarray(jax.vmap(linear.gaps)(params), np.float64)
+    rev = np.asarray(params.model.obs_mask.sum(-1).argmax(-1))
+    rank = params.model.span.features.shape[-1]
+    pos = np.where(gaps > 1e-9, gaps, np.inf)
+    return pd.DataFrame({
+        "instance_seed": list(spec.instance_seeds),
+        "revealing_optimal": gaps[np.arange(len(rev)), rev] <= 1e-9,
+        "revealing_gap": gaps[np.arange(len(rev)), rev],
+        "min_gap": pos.min(-1), "max_gap": gaps.max(-1), "rank": rank,
+    })
