@@ -202,8 +202,8 @@ def plot_sensitivity(dirs: dict, path=None):
                 ax.errorbar([kl_x], [r["median"]], yerr=[[r["median"] - r["q25"]], [r["q75"] - r["median"]]],
                             fmt="D", color="black", ms=5, label=f"{kl} (paper-text convention)")
             if agent.startswith("e2d-n"):
-                for other in sorted(a for a in agents if a.startswith("e2d-n") and not a.endswith("-kl")
-                                    and a != agent):
+                for other in sorted((a for a in agents if a.startswith("e2d-n") and not a.endswith("-kl")
+                                     and a != agent), key=lambda a: int(a[len("e2d-n"):])):
                     m = tune_lambda(int(other[len("e2d-n"):])) / tune_lambda(n)
                     r = claims.reference(table, other)
                     ax.plot([m], [r["median"]], "x", ms=8, mew=2, label=f"{other} (m = {m:.2f})")

@@ -141,3 +141,93 @@ def instance_properties(spec):
         "revealing_gap": gaps[np.arange(len(rev)), rev],
         "min_gap": pos.min(-1), "max_gap": gaps.max(-1), "rank": rank,
     })
+
+
+def _row(inst, cell, others, **extra) -> dict:
+    w = wins(inst, cell, others)
+    return {**extra, "cell": cell, "against": ", ".join(others), "instances": len(w["instances"]),
+            "lower": w["fraction"], "lower_95": w["fraction_significant"], "higher_95": w["worse_significant"],
+            "median_margin": float(np.median(w["margin"]))}
+
+
+def exp1_report(out):
+    """Experiment 1's claim over the instances of a ``sensitivity-exp1`` sweep.
+
+    Returns ``(tuning, claim)``: ``tuning`` has one row per E2D tuning n' (and the paper-text
+    pair): the per-instance regret lost against E2D tuned for the horizon (median, quartiles,
+    fraction of instances where it is higher, with 95% confidence); ``claim`` compares
+    Anytime-E2D's default (c = 1) with E2D at each tuning, and states the claim as a whole
+    (lower than every mis-tuned E2D and not higher, with 95% confidence, than the tuned one)
+    in each convention."""
+    import pandas as pd
+
+    table, summary = load(out)
+    inst = per_instance(table)
+    n = summary["config"]["horizon"]
+    tuned = f"e2d-n{n}[lam_scale=1]"
+    cells = set(inst["cell"])
+    mistuned = sorted((c for c in cells if c.startswith("e2d-n") and "[" not in c and not c.endswith("-kl")),
+                      key=lambda c: int(c[len("e2d-n"):]))
+    rows = []
+    t = _matrix(inst, tuned)
+    for c in mistuned:
+        m = _matrix(inst, c).reindex(t.index)
+        loss = m["mean"].to_numpy() - t["mean"].to_numpy()
+        half = np.hypot(m["half"].to_numpy(), t["half"].to_numpy())
+        rows.append(dict(tuning=c, loss_median=float(np.median(loss)), loss_q25=float(np.quantile(loss, 0.25)),
+                         loss_q75=float(np.quantile(loss, 0.75)), higher=float((loss > 0).mean()),
+                         higher_95=float((loss > half).mean()), instances=len(loss)))
+    tuning = pd.DataFrame(rows)
+    anytime = "anytime-e2d[eps2_scale=1]"
+    claim = [_row(inst, anytime, [c], convention="implementation") for c in mistuned + [tuned]]
+    w_mis = wins(inst, anytime, mistuned)
+    w_tuned = wins(inst, anytime, [tuned])
+    holds = w_mis["lower"] & ~(wins(inst, tuned, [anytime])["significant"])
+    claim.append(dict(convention="implementation", cell=anytime, against="claim: < every mis-tuned E2D, "
+                      "not > tuned E2D (95%)", instances=len(holds), lower=float(holds.mean()),
+                      lower_95=float((w_mis["significant"] & ~wins(inst, tuned, [anytime])["significant"]).mean()),
+                      higher_95=w_tuned["worse_significant"], median_margin=float("nan")))
+    if f"anytime-e2d-kl" in cells and f"e2d-n{n}-kl" in cells:
+        claim.append(_row(inst, "anytime-e2d-kl", [f"e2d-n{n}-kl"], convention="paper-text"))
+    return tuning, pd.DataFrame(claim)
+
+
+#: Anytime-E2D's schedules compared in Experiment 2 (cell -> description).
+EXP2_CHOICES = {
+    "anytime-e2d[eps2_scale=1]": "d/t (paper's preset)",
+    "anytime-e2d[eps2_scale=0.1]": "0.1 d/t",
+    "anytime-e2d-rank": "r/t",
+    "anytime-e2d-rank-log": "r(1+log t)/t",
+}
+
+
+def exp2_report(out, *, against=("e2d-n1000", "ucb", "ts")):
+    """Experiment 2's claim (Anytime-E2D below E2D, UCB and TS) over the instances of an
+    ``exp2-candidates-*`` sweep, per schedule, overall and split by whether the revealing
+    action is optimal. Returns a DataFrame (fractions of instances)."""
+    import pandas as pd
+
+    from e2d_jax.experiments.spec import SweepSpec
+
+    table, summary = load(out)
+    inst = per_instance(table)
+    props = instance_properties(SweepSpec.from_dict(summary["config"])).set_index("instance_seed")
+    rows = []
+    for cell, text in EXP2_CHOICES.items():
+        if cell not in set(inst["cell"]):
+            continue
+        w = wins(inst, cell, list(against))
+        opt = props.loc[w["instances"], "revealing_optimal"].to_numpy()
+        m = _matrix(inst, cell)["mean"]
+        for name, mask in (("all", np.ones_like(opt)), ("revealing optimal", opt), ("revealing suboptimal", ~opt)):
+            if not mask.any():
+                continue
+            rows.append(dict(schedule=text, instances_=name, instances=int(mask.sum()),
+                             lower=float(w["lower"][mask].mean()), lower_95=float(w["significant"][mask].mean()),
+                             regret_median=float(np.median(m.to_numpy()[mask])),
+                             margin_median=float(np.median(w["margin"][mask]))))
+    for ref in against:
+        m = _matrix(inst, ref)["mean"].to_numpy()
+        rows.append(dict(schedule=ref, instances_="all", instances=len(m), lower=np.nan, lower_95=np.nan,
+                         regret_median=float(np.median(m)), margin_median=np.nan))
+    return pd.DataFrame(rows).rename(columns={"instances_": "subset"})
