@@ -58,3 +58,27 @@ def check_floating(name: str, x) -> None:
     dt = np.asarray(x).dtype if is_concrete(x) else x.dtype
     if not (np.issubdtype(dt, np.floating) or np.issubdtype(dt, np.integer)):
         raise ValueError(f"{name} must be a real array, got dtype {dt}")
+
+
+#: Tolerance of :func:`check_psd`, relative to the largest entry (at least 1): rounding of
+#: G = M^T M in float32 stays far below it; a matrix that is not a Gram matrix does not.
+PSD_RTOL = 1e-5
+
+
+def check_psd(name: str, x) -> None:
+    """Checks a concrete (..., d, d) stack is symmetric and positive semi-definite, within
+    ``PSD_RTOL`` x max(1, max |entry|) (asymmetry and most negative eigenvalue)."""
+    if not is_concrete(x):
+        return
+    a = np.asarray(x, np.float64)
+    scale = max(1.0, float(np.abs(a).max(initial=0.0)))
+    asym = float(np.abs(a - np.swapaxes(a, -1, -2)).max(initial=0.0))
+    if asym > PSD_RTOL * scale:
+        raise ValueError(f"{name} must be symmetric (Gram matrices M^T M); largest |G - G^T| entry is {asym:.3g}")
+    low = float(np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2))).min(initial=0.0))
+    if low < -PSD_RTOL * scale:
+        idx = np.unravel_index(np.argmin(np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2))).min(-1)), a.shape[:-2]) \
+            if a.ndim > 2 else ()
+        where = f" (at index {tuple(int(i) for i in idx)})" if idx else ""
+        raise ValueError(f"{name} must be positive semi-definite (Gram matrices M^T M); smallest eigenvalue "
+                         f"{low:.3g}{where}")

@@ -466,6 +466,9 @@ def _check_problem(features, grams, f_hat):
         raise ValueError(f"features must have K >= 2 rows (actions), got K={k}")
     V.check_shape("grams", grams, (k, d, d), what="(K, d, d) with G_pi = M_pi^T M_pi")
     V.check_shape("f_hat", f_hat, (d,))
+    for name, x in (("features", features), ("grams", grams), ("f_hat", f_hat)):
+        V.check_finite(name, x)
+    V.check_psd("grams", grams)
 
 
 def _config(solver, options) -> LinearSolverConfig:
@@ -530,9 +533,12 @@ def linear_acdec(features, grams, f_hat, eps2, *, solver: str = "saddle", gaps: 
 
     Args:
       features: (K, d) phi_pi as rows (NumPy or JAX, float32 or float64).
-      grams: (K, d, d) G_pi = M_pi^T M_pi.
+      grams: (K, d, d) G_pi = M_pi^T M_pi: symmetric positive semi-definite, checked on
+        concrete inputs within 1e-5 x max(1, max |entry|) (``e2d_jax._validation.PSD_RTOL``).
       f_hat: (d,) the reference model.
       eps2: () the radius eps^2 > 0.
+      Concrete inputs with NaN or inf, mismatched shapes or K < 2 raise ValueError naming
+      the argument; under jit/vmap the result's ``status`` reports non-finite answers.
       solver: ``"saddle"`` (exact form by mirror-prox; default), ``"fw-grid"`` (the paper's
         smoothed Frank-Wolfe on a lambda grid) or ``"saddle-grid"``.
       gaps: ``"delta_f"`` (Lemma lem:linear-dec; default) or ``"delta"``.
