@@ -274,6 +274,18 @@ def main(argv=None) -> int:
         _fail(parser, err)
     except ValueError as err:
         _fail(parser, err)
+    except KeyboardInterrupt:
+        print(f"\n{parser.prog}: interrupted. Finished chunks are kept (each is written atomically); "
+              "run the same command with --resume to continue.", file=sys.stderr, flush=True)
+        return 130
+    except OSError as err:
+        import errno
+
+        where = f" {err.filename}" if getattr(err, "filename", None) else ""
+        if err.errno == errno.ENOSPC:
+            parser.exit(1, f"{parser.prog}: error: no space left on the device while writing{where}. Nothing "
+                           "half-written was kept; finished chunks are; free space and rerun with --resume.\n")
+        _fail(parser, f"cannot write the results:{where}: {err.strerror or err}")
     return 2
 
 

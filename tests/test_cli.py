@@ -151,3 +151,23 @@ def test_results_of_other_code_are_not_reused(tmp_path, monkeypatch, capsys):
     assert "different configuration" in capsys.readouterr().err
     assert cli.main(args + ["--overwrite"]) == 0
     assert json.loads((tmp_path / "r" / "manifest.json").read_text())["code"].endswith("+other-code")
+
+
+def test_unwritable_or_file_out_is_one_line_exit_2(tmp_path, capsys):
+    """--out naming a file, or a place that cannot be created, ends in one line (no traceback)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    blocked = afile / "sub"  # a directory under a regular file cannot be created
+    for out in (afile, blocked):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["run", "--horizon", "5", "--seeds", "2", "--out", str(out)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert "--out" in err or str(afile) in err
+
+
+def test_reproduce_claims_refuses_flags_that_do_not_apply(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "sensitivity", "--solver", "paper", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--solver" in capsys.readouterr().err
