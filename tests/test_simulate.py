@@ -159,3 +159,22 @@ def test_solver_summary_brackets_the_recorded_gaps():
         exact = np.quantile(rel, q, axis=1, method="inverted_cdf")
         assert np.all(exact <= stats[key] * (1 + 1e-6))
         assert np.all(exact >= stats[key] / 10 ** 0.25 * (1 - 1e-6))
+
+
+def test_one_corrupted_instance_spoils_no_other_seed():
+    """A NaN in one instance's f* (its seeds' observations are NaN) makes exactly that
+    instance's seeds invalid; the other instance's seeds are unchanged bit for bit against
+    the same batch with no corruption."""
+    from e2d_jax import anytime_e2d, simulate as sim_fn, valid_seeds
+
+    keys = jax.random.split(jax.random.key(5), 2)
+    batch = jax.vmap(lambda k: linear.semi_bandit(k, 3, 4, dtype=jnp.float32))(keys)
+    bad = batch._replace(theta=batch.theta.at[1, 0].set(jnp.nan))
+    run = lambda p: sim_fn(linear.ENVIRONMENT, p, anytime_e2d(), horizon=12, num_seeds=3, record_every=4,
+                           instances=True)
+    clean, spoiled = run(batch), run(bad)
+    valid = valid_seeds(spoiled.result)
+    assert valid.shape == (2, 3) and valid[0].all() and not valid[1].any()
+    assert np.all(np.asarray(spoiled.result.nonfinite_rounds)[1] > 0)
+    np.testing.assert_array_equal(spoiled.result.regret[0], clean.result.regret[0])
+    np.testing.assert_array_equal(spoiled.result.action_counts[0], clean.result.action_counts[0])
