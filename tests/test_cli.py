@@ -171,3 +171,27 @@ def test_reproduce_claims_refuses_flags_that_do_not_apply(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["reproduce", "sensitivity", "--solver", "paper", "--out", str(tmp_path)])
     assert exc.value.code == 2 and "--solver" in capsys.readouterr().err
+
+
+def test_too_large_a_problem_is_refused_before_allocating(tmp_path, capsys):
+    """--arms 100000 on the semi-bandit would need ~240 GiB (K^2 d observation rows): the
+    estimate (from shapes only) refuses it in one line naming what to change."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--env", "semi-bandit", "--arms", "100000", "--horizon", "5", "--seeds", "2",
+                  "--out", str(tmp_path / "big")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "GiB" in err and "--arms" in err and "--batch-size" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "big").exists()  # nothing was written
+
+
+def test_memory_estimate_scales_with_the_unit():
+    from e2d_jax.experiments import presets, runner
+
+    spec = presets.experiment("exp1")
+    big = runner.estimate_memory(spec)  # 100 seeds a unit
+    small = runner.estimate_memory(__import__("dataclasses").replace(spec, chunk_size=10))
+    assert 0 < small["unit"] < big["unit"]
+    runner.check_memory(spec)  # the paper's experiment fits this machine
+    with pytest.raises(runner.SweepError, match="GiB"):
+        runner.check_memory(spec, available=big["total"] // 2)

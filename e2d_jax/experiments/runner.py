@@ -136,6 +136,76 @@ def check_spec(spec: SweepSpec):
             raise ValueError(f"--agents: {a.name} does not run on {family} environment {spec.env!r}")
 
 
+def available_memory() -> int | None:
+    """Bytes the run may use: the first device's limit on accelerators, else the host's
+    available memory (``MemAvailable`` of /proc/meminfo); None when unknown."""
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - backends without memory statistics
+        stats = {}
+    if stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _tree_bytes(tree) -> int:
+    import jax
+
+    return int(sum(np.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)))
+
+
+def estimate_memory(spec: SweepSpec) -> dict:
+    """An estimate of a sweep's peak memory, from shapes only (``jax.eval_shape``: nothing is
+    allocated): the instances (twice, for the builders' temporaries) plus one unit's
+    trajectories (cells x instances x chunk seeds), each with its agent state and recorded
+    curves, times 4 for the step's temporaries. Returns ``{"instances", "unit", "total"}`` in
+    bytes. It is an order-of-magnitude guard, not a measurement."""
+    import jax
+
+    from e2d_jax import registry
+    from e2d_jax.simulate import instance_key
+
+    build = registry._env_builder(env_spec(spec))
+    env_shape = jax.eval_shape(lambda k: build(env_spec(spec), k)[1], instance_key(0))
+    inst = 2 * _tree_bytes(env_shape) * len(spec.instance_seeds)
+    unit = 0
+    records = spec.horizon // spec.every + 1
+    for entry in spec.agents:
+        try:
+            model = env_shape.model if hasattr(env_shape, "model") else env_shape
+            agent = registry.build_agent_factory(_agent_spec(spec, entry), model)()
+            state = _tree_bytes(jax.eval_shape(agent.init, instance_key(0), model))
+        except Exception:  # noqa: BLE001 - an agent that needs concrete values: count its curves only
+            state = 0
+        traj = entry.num_cells * len(spec.instance_seeds) * spec.chunk(entry)
+        unit = max(unit, 4 * traj * (state + 8 * records * 8))
+    return {"instances": inst, "unit": unit, "total": inst + unit}
+
+
+def check_memory(spec: SweepSpec, available: int | None = None) -> None:
+    """Refuses (SweepError) a sweep whose estimated memory exceeds what the machine has,
+    saying the estimate and what to change."""
+    available = available_memory() if available is None else available
+    if available is None:
+        return
+    est = estimate_memory(spec)
+    if est["total"] > 0.9 * available:
+        gib = lambda b: f"{b / 2**30:.1f} GiB"
+        raise SweepError(
+            f"the run needs an estimated {gib(est['total'])} (instances {gib(est['instances'])}, one work unit "
+            f"{gib(est['unit'])}) but {gib(available)} is available: use fewer actions or a smaller --d "
+            f"(--arms, --models), fewer --instances, or fewer seeds per unit (--batch-size)")
+
+
 def _agent_spec(spec: SweepSpec, entry):
     from e2d_jax import registry
 
@@ -202,6 +272,7 @@ def run_sweep(spec: SweepSpec, out, *, resume: bool = False, overwrite: bool = F
 
     out = Path(out)
     check_spec(spec)
+    check_memory(spec)
     digest = prepare_output(spec, out, resume=resume, overwrite=overwrite)
     all_units = units(spec)
     todo = [u for u in all_units if storage.read_chunk(out, u.uid, _unit_digest(digest, u)) is None]
