@@ -180,3 +180,28 @@ def test_bad_sweep_files_name_the_field(tmp_path, text, needle):
     path.write_text(text)
     with pytest.raises(ValueError, match=needle):
         load_toml(path)
+
+
+def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(tmp_path):
+    """SIGINT (Ctrl-C) part-way: exit status 130, one message naming --resume, no traceback,
+    and the finished chunk files are kept and valid."""
+    spec_path = tmp_path / "int.toml"
+    spec_path.write_text(KILL_SPEC)
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    out = tmp_path / "int"
+    cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec_path), "--quiet", "--host-devices", "1",
+           "--out", str(out)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    chunk_dir = out / "chunks" / "anytime-e2d"
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if chunk_dir.exists() and len(list(chunk_dir.glob("chunk*.npz"))) >= 1:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the sweep finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "--resume" in err and "Traceback" not in err
+    kept = list(chunk_dir.glob("chunk*.npz"))
+    assert kept and all(np.load(p)["regret"].size > 0 for p in kept)
