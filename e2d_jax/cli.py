@@ -178,7 +178,9 @@ def _run_spec(args):
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
         raise ValueError("--agents: give at least one agent")
-    labels = [registry.parse_agent(a, args.horizon, options).label for a in names]
+    parsed = [registry.parse_agent(a, args.horizon, options) for a in names]
+    registry.check_flags_apply(options, parsed)
+    labels = [a.label for a in parsed]
     if len(set(labels)) != len(labels):
         raise ValueError(f"--agents: an agent is listed twice: {args.agents!r}")
     agents = tuple(AgentEntry.make(label, options) for label in labels)

@@ -69,6 +69,11 @@ AGENT_FAMILIES: dict[str, tuple[str, ...]] = {}
 # error, never silently ignored).
 FLAG_FAMILIES = {"solver": ("linear",), "solver_iters": ("linear",), "divergence": ("linear",),
                  "gaps": ("linear", "finite"), "eps2_schedule": ("linear",)}
+# Which option keys each agent reads (a flag that no chosen agent reads is refused).
+AGENT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "anytime-e2d": ("solver", "solver_iters", "divergence", "gaps", "eps2_schedule"),
+    "e2d": ("solver", "solver_iters", "divergence", "gaps"),
+}
 # Extra ``e2d-jax run`` flags that agent factories read from ``AgentSpec.options``
 # (the option key is the flag without dashes, with '-' as '_').
 AGENT_FLAGS: list[tuple[str, dict]] = [
@@ -140,6 +145,17 @@ def build_instances(spec: EnvSpec, instance_seeds):
     keys = instance_keys(instance_seeds)
     env, _ = build(spec, keys[0])
     return env, jax.vmap(lambda k: build(spec, k)[1])(keys)
+
+
+def check_flags_apply(options: dict, agents: list) -> None:
+    """Refuses an agent flag that none of ``agents`` (AgentSpecs) reads."""
+    for key, value in options.items():
+        if value is None:
+            continue
+        if not any(key in AGENT_OPTIONS.get(a.name, ()) for a in agents):
+            readers = sorted(n for n, keys in AGENT_OPTIONS.items() if key in keys)
+            raise ValueError(f"--{key.replace('_', '-')} applies to {', '.join(readers)} only; none of --agents "
+                             f"{','.join(a.label for a in agents)} reads it")
 
 
 def check_options(spec: AgentSpec, family: str) -> None:

@@ -51,6 +51,9 @@ def test_run_writes_results_summary_and_plot(tmp_path):
     (["--horizon", "10", "--agents", "ucb@3"], "--agents"),
     (["--horizon", "10", "--env", "finite-mab", "--d", "3"], "--d"),
     (["--horizon", "10", "--env", "semi-bandit", "--models", "3"], "--models"),
+    (["--horizon", "10", "--agents", "ucb,ts", "--divergence", "kl"], "--divergence"),
+    (["--horizon", "10", "--agents", "e2d,ts", "--eps2-schedule", "rank"], "--eps2-schedule"),
+    (["--horizon", "10", "--agents", "ucb", "--solver", "paper"], "--solver"),
 ])
 def test_bad_input_exits_2_naming_argument(args, needle, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
