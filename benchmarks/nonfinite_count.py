@@ -1,0 +1,88 @@
+"""Non-finite decisions over many seed-rounds, every agent, float32 (issue: no run ends in NaN).
+
+What: for each agent and each instance family (random and degenerate), runs seeds x horizon
+seed-rounds in float32 through ``e2d_jax.simulate`` and counts the rounds whose decision was
+non-finite (``RolloutResult.nonfinite_rounds``; such a round keeps the previous sampling
+distribution and makes its seed invalid) and the seeds whose regret is not finite.
+
+Families (all through the registry's builders, instance seeds 0..I-1):
+  linear:  semi-bandit d=3 K=10 (Exp. 1 shape), semi-bandit d=30 K=10 (Exp. 2 shape),
+           semi-bandit-authors d=30 K=10 (unnormalised features), mab K=10;
+  degenerate: semi-bandit d=3 K=2, linear-bandit d=8 K=4 (d > K);
+  finite:  finite-mab, finite-revealing (their agents are ~100x slower: fewer seed-rounds).
+
+Run:  python benchmarks/nonfinite_count.py [--seed-rounds 10000000] [--finite-seed-rounds 200000]
+                                           [--json out.json]
+
+Prints one line per (family, agent): seed-rounds run, non-finite rounds, invalid seeds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import time
+
+import numpy as np
+
+LINEAR = [("semi-bandit", 3, 10, 2000), ("semi-bandit", 30, 10, 1000), ("semi-bandit-authors", 30, 10, 1000),
+          ("mab", None, 10, 1000), ("semi-bandit", 3, 2, 1000), ("linear-bandit", 8, 4, 1000)]
+LINEAR_AGENTS = [("anytime-e2d", {"divergence": "squared"}), ("e2d", {"divergence": "squared"}),
+                 ("anytime-e2d", {"divergence": "kl"}), ("ucb", {}), ("ts", {})]
+FINITE = [("finite-mab", 5, 300), ("finite-revealing", 10, 300)]
+FINITE_AGENTS = [("anytime-e2d", {}), ("e2d", {}), ("ts-finite", {}), ("ucb", {}), ("ts", {})]
+
+
+def run(env_name, d, arms, horizon, agents, seed_rounds, instances=4):
+    from e2d_jax import registry
+    from e2d_jax.simulate import simulate
+
+    spec = registry.EnvSpec(env_name, d=d, arms=arms, dtype="float32")
+    env, params = registry.build_instances(spec, list(range(instances)))
+    model = env.model(params)
+    seeds = max(1, math.ceil(seed_rounds / (horizon * instances)))
+    rows = []
+    for name, opts in agents:
+        a = registry.parse_agent(name, horizon, opts)
+        agent = registry.build_agent_factory(a, model)()
+        t = time.perf_counter()
+        sim = simulate(env, params, agent, horizon=horizon, num_seeds=seeds, record_every=horizon,
+                       instances=True, batch_size=min(seeds, max(1, 4096 // instances)))
+        res = sim.result
+        nonfinite = int(np.asarray(res.nonfinite_rounds).sum())
+        bad_regret = int((~np.isfinite(np.asarray(res.regret)[..., -1])).sum())
+        rows.append(dict(env=env_name, d=d, arms=arms, agent=a.label, options=opts,
+                         seed_rounds=int(seeds * horizon * instances), nonfinite_rounds=nonfinite,
+                         invalid_seeds=int((np.asarray(res.nonfinite_rounds) > 0).sum()),
+                         nonfinite_regret_seeds=bad_regret, seconds=time.perf_counter() - t))
+        r = rows[-1]
+        print(f"{env_name:20s} d={d} K={arms} {a.label:12s} {str(opts):28s} {r['seed_rounds']:>12,d} seed-rounds  "
+              f"non-finite rounds {nonfinite}  invalid seeds {r['invalid_seeds']}  ({r['seconds']:.0f} s)", flush=True)
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--seed-rounds", type=int, default=10_000_000, help="per linear (family, agent)")
+    p.add_argument("--finite-seed-rounds", type=int, default=200_000, help="per finite (family, agent)")
+    p.add_argument("--only", choices=["linear", "finite"], default=None)
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    rows = []
+    if args.only in (None, "linear"):
+        for env_name, d, k, n in LINEAR:
+            rows += run(env_name, d, k, n, LINEAR_AGENTS, args.seed_rounds)
+    if args.only in (None, "finite"):
+        for env_name, k, n in FINITE:
+            rows += run(env_name, None, k, n, FINITE_AGENTS, args.finite_seed_rounds)
+    total = sum(r["nonfinite_rounds"] for r in rows)
+    print(f"total: {sum(r['seed_rounds'] for r in rows):,d} seed-rounds, {total} non-finite rounds "
+          f"({platform.processor() or platform.machine()})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "machine": platform.platform()}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
