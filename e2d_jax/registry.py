@@ -87,8 +87,8 @@ AGENT_FLAGS: list[tuple[str, dict]] = [
                                "||M(g-f)||^2 (the authors' implementation)")),
     ("--gaps", dict(choices=["delta_f", "delta"], default=None, help="E2D gaps (default delta_f, both families)")),
     ("--eps2-schedule", dict(choices=["dim", "rank", "rank-log"], default=None,
-                             help="Anytime-E2D's eps_t^2 on linear models: dim (d/t, the paper's; default), rank "
-                                  "(r/t, r = dimension of the observable span) or rank-log (r(1+log t)/t)")),
+                             help="Anytime-E2D's eps_t^2 on linear models: rank (r/t, r = dimension of the observable "
+                                  "span; default), dim (d/t, the paper's experiments) or rank-log (r(1+log t)/t)")),
 ]
 
 
@@ -303,7 +303,7 @@ _ANYTIME_OPTIONS = {
 
 
 @register_agent("anytime-e2d", ("linear", "finite"),
-                "Anytime-E2D (Algorithm 1): eps_t^2 = d/t with ridge on linear models, log|M|/t with EWA on "
+                "Anytime-E2D (Algorithm 1): eps_t^2 = r/t (r = observable rank; the paper's d/t: --eps2-schedule dim) with ridge on linear models, log|M|/t with EWA on "
                 "finite classes (finite: @delta, @mixture, @track joined by '+')")
 def _anytime(spec, model):
     from e2d_jax.agents.family import anytime_e2d, family_of

@@ -5,8 +5,10 @@ of Appendix 'Bounding the Estimation Error'); compute the sampling distribution 
 DEC at f_hat_t; sample pi_t ~ mu_t.
 
 * :func:`anytime_e2d`: mu_t solves the average-constrained DEC dec^{ac}_{eps_t}(f_hat_t), with
-  eps_t^2 = c d / t by default (c = ``eps2_scale`` = 1; Section 'Anytime-E2D': Est_n <= d log n
-  for linear models; see ``e2d_jax.agents.schedules`` for the other schedules).
+  eps_t^2 = c r / t by default (c = ``eps2_scale`` = 1, r the dimension of the observable span:
+  Est_n <= r log n for ridge restricted to it, derived in ``e2d_jax.agents.schedules``; the
+  paper's d / t is ``eps2_schedule="dim"``, the same when the features span R^d, e.g. d <= K,
+  and what ``e2d-jax reproduce`` uses).
 * :func:`fixed_horizon_e2d`: mu_t solves the offset DEC dec^o_lambda(f_hat_t) with the
   horizon-tuned lambda = m sqrt(n / (4 log n)) of Foster et al. (2021, Sec. 6.1.1), as in the
   paper's experiments (m = ``lam_scale`` = 1).
@@ -120,7 +122,7 @@ def _play(key, state, res, warm):
 
 def anytime_e2d(
     *,
-    eps2_schedule="dim",
+    eps2_schedule="rank",
     eps2_scale=1.0,
     divergence: str = "kl",
     gaps: str = "delta_f",
@@ -130,9 +132,10 @@ def anytime_e2d(
     """Anytime-E2D (Algorithm 1) with ridge regression.
 
     Args:
-      eps2_schedule: ``"dim"`` (d / t, the paper's), ``"rank"`` (r / t), ``"rank-log"`` or a
-        callable ``t -> eps_t^2`` (see ``e2d_jax.agents.schedules``), in the agent's
-        divergence convention.
+      eps2_schedule: ``"rank"`` (r / t with r the dimension of the observable span; the
+        default, derived in ``e2d_jax.agents.schedules``), ``"dim"`` (d / t, the paper's
+        experiments; equal to ``"rank"`` when the features span R^d, e.g. d <= K), ``"rank-log"``
+        or a callable ``t -> eps_t^2``, in the agent's divergence convention.
       eps2_scale: c > 0 in eps_t^2 = c * schedule(t) (may be traced).
       divergence: ``"kl"`` (Gaussian KL, the paper's text) or ``"squared"``
         (||M (g - f)||^2, Lemma lem:linear-dec and the authors' implementation).

@@ -4,8 +4,8 @@ The paper sets eps_t^2 = beta / t, where beta bounds the estimation error's grow
 Est_t <= beta log t: beta = d for linear models with ridge regression (eps_t^2 = d / t, the
 paper's experiments) and beta = log|M| for finite classes with EWA. A schedule here is either
 
-* a name: ``"dim"`` (d / t, linear models), ``"rank"`` (r / t with r the dimension of the
-  observable span, linear models), ``"rank-log"`` (r (1 + log t) / t, linear models) or
+* a name: ``"rank"`` (r / t with r the dimension of the observable span, linear models; the
+  default), ``"dim"`` (d / t, linear models: the paper's experiments), ``"rank-log"`` (r (1 + log t) / t, linear models) or
   ``"log-models"`` (log|M| / t, finite classes); the constant is read from the model class
   at trace time (it is static: a shape); or
 * a callable ``t -> eps_t^2`` of the 1-based round t (a float array), e.g.
@@ -30,7 +30,10 @@ beta ~ r (up to the constant sigma^2 + B^2 and the log): ``"rank"``, r / t. Taki
 eps_t^2 = Est_t / t literally (the fixed-horizon choice eps^2 = Est_n / n at every t) gives
 ``"rank-log"``, r (1 + log t) / t. For the paper's Experiment 1 (d = 3 < K = 10) r = d and the
 schedules coincide; for Experiment 2 (d = 30, K = 10) r = 10 = d / 3. The theory fixes the
-order, not the constant; which constant works is measured (README 'What holds').
+order, not the constant; which constant works is measured (README 'What holds'): on 100
+instances of Experiment 2's shape r / t had lower regret than d / t on 98% of them (95% of
+them with 95% confidence), and on 93% of 100 instances of the authors' distribution, which
+is why ``"rank"`` is the default and ``"dim"`` the paper's preset.
 
 Either way the agent multiplies it by ``eps2_scale`` (c in eps_t^2 = c beta / t; a number or
 a traced value, so a grid of c is one vmapped axis). A callable is checked on its first ten

@@ -10,7 +10,8 @@ redraws: seeds 0..N-1, vmapped); 100 seeds by default, as in the paper.
 Conventions. The paper's text writes the information as sigma^2/2 <phi, g - f>^2, but the
 authors' implementation (the code behind the paper's figure) uses ||M_pi (g - f)||^2 with no
 1/2 in both the offset and the constrained program; both use eps_t^2 = d / t,
-lambda = sqrt(n / (4 log n)) for E2D and the gaps Delta_f.
+lambda = sqrt(n / (4 log n)) for E2D and the gaps Delta_f. (The library's Anytime-E2D
+defaults to r / t; the presets here pin the paper's d / t.)
 
 * ``"implementation"`` (default): E2D agents with ``divergence="squared"``;
 * ``"paper-text"``: ``divergence="kl"`` (the Gaussian KL ||M (g - f)||^2 / (2 sigma^2); with
@@ -45,7 +46,7 @@ def experiment(name: str, *, seeds: int = 100, conventions: str = "implementatio
     options = {"divergence": DIVERGENCE[conventions]}
     if solver is not None:
         options["solver"] = solver
-    agents = [AgentEntry.make("anytime-e2d", options)]
+    agents = [AgentEntry.make("anytime-e2d", {**options, "eps2_schedule": "dim"})]
     agents += [AgentEntry.make(f"e2d-n{n}", options) for n in e["tunings"]]
     agents += [AgentEntry.make("ucb"), AgentEntry.make("ts")]
     return SweepSpec(env="semi-bandit", d=e["d"], arms=e["arms"], horizon=e["horizon"], seeds=seeds, seed=seed,
@@ -89,11 +90,12 @@ def sensitivity(name: str, *, seeds: int | None = None, instances: int = 20, see
     e = EXPERIMENTS[name]
     n = e["horizon"]
     sq, kl = {"divergence": "squared"}, {"divergence": "kl"}
-    agents = [AgentEntry.make("anytime-e2d", sq, {"eps2_scale": EPS2_SCALES}),
+    dim = {"eps2_schedule": "dim"}
+    agents = [AgentEntry.make("anytime-e2d", {**sq, **dim}, {"eps2_scale": EPS2_SCALES}),
               AgentEntry.make(f"e2d-n{n}", sq, {"lam_scale": LAM_SCALES})]
     if name == "exp1":
         agents += [AgentEntry.make(f"e2d-n{m}", sq) for m in e["tunings"] if m != n]
-    agents += [AgentEntry.make("anytime-e2d", kl, tag="anytime-e2d-kl"),
+    agents += [AgentEntry.make("anytime-e2d", {**kl, **dim}, tag="anytime-e2d-kl"),
                AgentEntry.make(f"e2d-n{n}", kl, tag=f"e2d-n{n}-kl"),
                AgentEntry.make("ucb"), AgentEntry.make("ts")]
     return SweepSpec(env=env, d=e["d"], arms=e["arms"], horizon=n, seeds=seeds or SENSITIVITY_SEEDS[name],
@@ -119,7 +121,7 @@ def exp2_candidates(env: str = "semi-bandit", *, instances: int = 100, seeds: in
     if env not in DISTRIBUTIONS:
         raise ValueError(f"env must be one of {DISTRIBUTIONS}, got {env!r}")
     sq = {"divergence": "squared"}
-    agents = (AgentEntry.make("anytime-e2d", sq, {"eps2_scale": (0.1, 1.0)}),
+    agents = (AgentEntry.make("anytime-e2d", {**sq, "eps2_schedule": "dim"}, {"eps2_scale": (0.1, 1.0)}),
               AgentEntry.make("anytime-e2d", {**sq, "eps2_schedule": "rank"}, tag="anytime-e2d-rank"),
               AgentEntry.make("anytime-e2d", {**sq, "eps2_schedule": "rank-log"}, tag="anytime-e2d-rank-log"),
               AgentEntry.make("e2d-n1000", sq), AgentEntry.make("ucb"), AgentEntry.make("ts"))
@@ -136,8 +138,9 @@ def exp2_solver(env: str = "semi-bandit", *, instances: int = 20, seeds: int = 2
     if env not in DISTRIBUTIONS:
         raise ValueError(f"env must be one of {DISTRIBUTIONS}, got {env!r}")
     sq = {"divergence": "squared"}
-    agents = (AgentEntry.make("anytime-e2d", sq),
-              AgentEntry.make("anytime-e2d", {**sq, "solver": "paper"}, tag="anytime-e2d-paper"))
+    dim = {**sq, "eps2_schedule": "dim"}
+    agents = (AgentEntry.make("anytime-e2d", dim),
+              AgentEntry.make("anytime-e2d", {**dim, "solver": "paper"}, tag="anytime-e2d-paper"))
     e = EXPERIMENTS["exp2"]
     return SweepSpec(env=env, d=e["d"], arms=e["arms"], horizon=e["horizon"], seeds=seeds, seed=seed,
                      agents=agents, instance_seeds=tuple(range(instances)), record_every=e["horizon"] // 100,
