@@ -175,13 +175,17 @@ def estimate_memory(spec: SweepSpec) -> dict:
     from e2d_jax.simulate import instance_key
 
     build = registry._env_builder(env_spec(spec))
-    env_shape = jax.eval_shape(lambda k: build(env_spec(spec), k)[1], instance_key(0))
-    inst = 2 * _tree_bytes(env_shape) * len(spec.instance_seeds)
+
+    def shapes(key):
+        env, params = build(env_spec(spec), key)
+        return params, env.model(params)
+
+    params, model = jax.eval_shape(shapes, instance_key(0))
+    inst = 2 * _tree_bytes(params) * len(spec.instance_seeds)
     unit = 0
     records = spec.horizon // spec.every + 1
     for entry in spec.agents:
         try:
-            model = env_shape.model if hasattr(env_shape, "model") else env_shape
             agent = registry.build_agent_factory(_agent_spec(spec, entry), model)()
             state = _tree_bytes(jax.eval_shape(agent.init, instance_key(0), model))
         except Exception:  # noqa: BLE001 - an agent that needs concrete values: count its curves only
