@@ -75,10 +75,10 @@ def check_psd(name: str, x) -> None:
     asym = float(np.abs(a - np.swapaxes(a, -1, -2)).max(initial=0.0))
     if asym > PSD_RTOL * scale:
         raise ValueError(f"{name} must be symmetric (Gram matrices M^T M); largest |G - G^T| entry is {asym:.3g}")
-    low = float(np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2))).min(initial=0.0))
+    eig = np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2)))  # (..., d)
+    low = float(eig.min(initial=0.0))
     if low < -PSD_RTOL * scale:
-        idx = np.unravel_index(np.argmin(np.linalg.eigvalsh(0.5 * (a + np.swapaxes(a, -1, -2))).min(-1)), a.shape[:-2]) \
-            if a.ndim > 2 else ()
+        idx = np.unravel_index(np.argmin(eig.min(-1)), a.shape[:-2]) if a.ndim > 2 else ()
         where = f" (at index {tuple(int(i) for i in idx)})" if idx else ""
         raise ValueError(f"{name} must be positive semi-definite (Gram matrices M^T M); smallest eigenvalue "
                          f"{low:.3g}{where}")
