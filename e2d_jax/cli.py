@@ -7,6 +7,10 @@
     e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
     e2d-jax plot DIR [--hparam eps2_scale]
 
+    Any of run / reproduce / sweep: --executor ray [--address HOST:PORT] [--workers N]
+    (Ray tasks on a cluster or a local instance), --part I/N (the I-th of N parts, for job
+    arrays), --resume (continue from the chunk files, whichever executor wrote them).
+
 Every command turns its arguments into a sweep (``e2d_jax.experiments``) and writes, under
 its output directory: ``manifest.json``; one atomic chunk file per finished work unit;
 ``results.parquet`` (one row per agent, hyperparameter cell, instance and seed: final regret,
@@ -83,10 +87,22 @@ def _common(p, out_required=True):
     p.add_argument("--overwrite", action="store_true", help="delete what --out holds and start over")
     p.add_argument("--x64", action="store_true", help="run in float64")
     p.add_argument("--host-devices", type=_positive_int("--host-devices"), default=1,
-                   help="on CPU, split the host into N XLA devices and shard the seeds over them (default 1: "
-                        "off; measured 1.4-1.8x faster with 2 on 2 cores, but a run with a LAPACK call "
-                        "(TS at d > 12) was seen to deadlock with 2 forced host devices)")
+                   help="on CPU, split the host into N XLA devices and spread the seeds over them (default 1: "
+                        "off; measured 2.1x faster with 2 on 2 cores for Anytime-E2D; per-seed results are the "
+                        "same bits; programs with a LAPACK call, e.g. TS at d > 12, run one device at a time)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="where the work units run: local (this machine's devices, default) or ray (Ray tasks; "
+                        "a local Ray instance unless --address; pip install 'e2d_jax[ray]')")
+    p.add_argument("--address", default=None,
+                   help="ray: HOST:PORT of a running Ray head (--out must then be a path every node sees)")
+    p.add_argument("--workers", type=_positive_int("--workers"), default=None,
+                   help="ray: tasks at once on a local Ray instance (default: the machine's cores)")
+    p.add_argument("--gpus-per-task", type=_nonneg_int("--gpus-per-task"), default=None,
+                   help="ray: GPUs each task asks for (default 0)")
+    p.add_argument("--part", default=None, metavar="I/N",
+                   help="run only the I-th of N disjoint parts of the work units into --out (job arrays); "
+                        "the last part to finish writes the tables, or --resume / e2d-jax plot does")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -233,11 +249,25 @@ def _report(summary: dict, out: Path) -> int:
     return 0
 
 
-def _execute(spec, out: Path, args) -> tuple[dict, int]:
+def _executor(args):
+    from e2d_jax.experiments.executors import make_executor
+
+    return make_executor(args.executor, address=args.address, workers=args.workers,
+                         gpus_per_task=args.gpus_per_task)
+
+
+def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
     from e2d_jax.experiments import run_sweep
 
     summary = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite,
-                        progress=False if args.quiet else None)
+                        progress=False if args.quiet else None, executor=executor or _executor(args),
+                        part=args.part)
+    if not summary.get("complete", True):
+        i, n = summary["part"]
+        print(f"{spec.name}: part {i}/{n} ran {summary['ran']} units; {summary['units_done']} of {summary['units']} "
+              f"units of the sweep are done in {out}. The tables and figures are written by the part that "
+              f"finishes last, or by `e2d-jax plot {out}` once all parts are done.")
+        return summary, 0
     _figures(out, summary, _title(spec, summary))
     return summary, _report(summary, out)
 
@@ -264,10 +294,11 @@ def main(argv=None) -> int:
             return _execute(spec, out, args)[1]
         if args.command == "reproduce":
             base = Path(args.out or "runs/reproduce")
-            status = 0
+            status, executor, complete = 0, _executor(args), True
             for spec in _reproduce_specs(args):
-                status = max(status, _execute(spec, base / spec.name, args)[1])
-            if args.experiment == "all":
+                summary, code = _execute(spec, base / spec.name, args, executor)
+                status, complete = max(status, code), complete and summary.get("complete", True)
+            if args.experiment == "all" and complete:
                 _figure1(base, args.conventions)
             print(f"reproduce {args.experiment}: {time.perf_counter() - t0:.0f} s wall")
             return status
@@ -335,6 +366,10 @@ def _plot(path: Path, hparam) -> int:
             _plot(path / name, None)
         return 0
     summary_path = path / storage.SUMMARY
+    if not summary_path.exists() and (path / storage.MANIFEST).exists():
+        from e2d_jax.experiments.runner import collect_stored
+
+        collect_stored(path)  # e.g. the parts of a job array have all finished
     if not summary_path.exists():
         raise ValueError(f"plot: {path} holds no results (no {storage.SUMMARY}; run or --resume first)")
     summary = json.loads(summary_path.read_text())

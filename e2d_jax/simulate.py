@@ -33,6 +33,7 @@ shapes, devices) in memory, so calling it again with the same objects does not c
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import math
 import time
 from typing import NamedTuple
@@ -275,18 +276,100 @@ def make_batched_rollout(env, agent, horizon, record_every, batch_size, devices=
         ag = agent(**hp) if hparams else agent
         return rollout(key, params, env, ag, horizon, record_every)
 
-    fn = jax.vmap(one, in_axes=(0, None, None))
+    def per_seed_rollouts(keys, params, hp):
+        # Every seed gets its own copy of the instance, so that no matrix product of the
+        # round has an operand shared across the seed axis. A product of a shared matrix with
+        # per-seed vectors becomes one matrix-matrix product over the batch, whose kernel
+        # (blocking, vector width, FMA use) XLA picks by the batch's size: per-seed results
+        # then changed with the batch size and the device count (measured: 6-14 of 100 seeds
+        # of Anytime-E2D and E2D differed between batches of 100, 40, 7 and 1). With per-seed
+        # copies every product is batched with a fixed per-seed shape, and every seed's bits
+        # are the same in any batch, chunk and device layout (tests/test_invariance.py). The
+        # barrier keeps XLA from folding the broadcast back into a shared operand. Cost: the
+        # instance's memory times the batch (``runner.estimate_memory`` counts it); no loss
+        # of speed was measured (benchmarks/sweep_throughput.py).
+        per_seed = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (keys.shape[0],) + jnp.shape(x)), params)
+        per_seed = lax.optimization_barrier(per_seed)
+        return jax.vmap(one, in_axes=(0, 0, None))(keys, per_seed, hp)
+
+    fn = per_seed_rollouts
     if instances:
         fn = jax.vmap(fn, in_axes=(None, 0, None))
     if hparams:
         fn = jax.vmap(fn, in_axes=(None, None, 0))
     devices = list(devices) if devices is not None else jax.devices()
     if len(devices) > 1 and batch_size % len(devices) == 0:
-        mesh = jax.sharding.Mesh(np.array(devices), ("seeds",))
-        seeds = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("seeds"))
-        repl = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-        return jax.jit(fn, in_shardings=(seeds, repl, repl))
+        return PerDeviceRollout(jax.jit(fn), devices, int(bool(hparams)) + int(instances))
     return jax.jit(fn)
+
+
+class PerDeviceRollout:
+    """The seed axis split over several devices, each running the *one-device* program on its
+    slice (dispatched asynchronously, so the devices work at once).
+
+    Not ``jit`` with sharded inputs, nor ``shard_map``: their partitioned programs were
+    measured to round some values differently from the one-device program (1 ulp in the
+    DEC's value, every seed, on 2 forced host devices), so a seed's bits changed with the
+    device count. The one-device program on each device gives every seed the same bits on any
+    number of devices (``tests/test_invariance.py``); each device is driven from its own
+    thread (JAX releases the GIL while a computation runs). Same interface as a jitted function:
+    ``.lower(keys, params, hp).compile()`` then call; outputs are NumPy arrays.
+    """
+
+    def __init__(self, jitted, devices, seed_axis: int, compiled=None, sequential=False):
+        self.jitted, self.devices, self.seed_axis, self.compiled = jitted, list(devices), seed_axis, compiled
+        self.sequential = sequential
+
+    def _slices(self, keys, params, hp):
+        n = len(self.devices)
+        per = keys.shape[0] // n
+        for i, dev in enumerate(self.devices):
+            put = lambda x, dev=dev: jax.device_put(x, dev)
+            yield dev, put(keys[i * per:(i + 1) * per]), jax.tree_util.tree_map(put, params), \
+                jax.tree_util.tree_map(put, hp)
+
+    def lower(self, keys, params, hp):
+        self._lowered = [self.jitted.lower(k, p, h) for _, k, p, h in self._slices(keys, params, hp)]
+        # Two LAPACK calls at once on two forced host devices were measured to deadlock (TS at
+        # d = 30, the Cholesky of a 30 x 30 matrix): such programs run one device at a time.
+        self._sequential = (self.devices[0].platform == "cpu"
+                            and "lapack" in self._lowered[0].as_text().lower())
+        return self
+
+    def compile(self):
+        return PerDeviceRollout(self.jitted, self.devices, self.seed_axis,
+                                [lowered.compile() for lowered in self._lowered], self._sequential)
+
+    def __call__(self, keys, params, hp):
+        fns = self.compiled or [self.jitted] * len(self.devices)
+        if self.sequential:
+            outs = [jax.device_get(fn(*args[1:])) for fn, args in zip(fns, self._slices(keys, params, hp))]
+            return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=self.seed_axis), *outs)
+        # One thread per device: XLA's CPU client runs a computation in the calling thread,
+        # so dispatching from one thread would run the devices one after the other.
+        with concurrent.futures.ThreadPoolExecutor(len(fns)) as pool:
+            futures = [pool.submit(lambda fn, a: jax.device_get(fn(*a[1:])), fn, args)
+                       for fn, args in zip(fns, self._slices(keys, params, hp))]
+            outs = [f.result() for f in futures]
+        return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=self.seed_axis), *outs)
+
+
+#: Seeds per compiled call and device on CPUs. Every call of :func:`simulate` runs exactly
+#: this many seeds on each device (the last group is padded), so every seed is computed by the
+#: same program whatever the number of seeds, the chunk size or the device count. That is
+#: what makes per-seed results the same bits in every layout: XLA's CPU code for a batch
+#: depends on the batch's size (measured: Anytime-E2D's DEC value differed by one ulp between
+#: batches of 4 or 8 and batches of 1, 2, 3, 6 or 12 seeds at d=6, K=4). 64 was also the
+#: fastest of 16 to 1,024 on the 2-core CPU (Exp. 1 shape, Anytime-E2D: 75k seed-rounds/s
+#: at 64, 57k at 32, 47k at 1,024; smaller batches stay in cache).
+CPU_LANES = 64
+#: The same on accelerators, which need wide batches to be busy.
+ACCELERATOR_LANES = 2048
+
+
+def lanes_for(device) -> int:
+    """Seeds per compiled call on ``device`` (``CPU_LANES`` or ``ACCELERATOR_LANES``)."""
+    return CPU_LANES if device.platform == "cpu" else ACCELERATOR_LANES
 
 
 _COMPILED: "collections.OrderedDict" = collections.OrderedDict()
@@ -352,6 +435,7 @@ def simulate(
     devices=None,
     instances: bool = False,
     hparams: dict | None = None,
+    lanes: int | None = None,
 ) -> Simulation:
     """Runs seeds ``first_seed, ..., first_seed + num_seeds - 1`` in batches of ``batch_size``.
 
@@ -365,8 +449,12 @@ def simulate(
       num_seeds: seeds per (instance, cell).
       seed: master seed (see ``run_keys``); every instance and cell uses the same seeds.
       record_every: record every k-th round (and the last).
-      batch_size: seeds per compiled call (default: all); the last batch is padded (the
-        padding is run and discarded, so every batch has one shape and one compile).
+      batch_size: accepted for compatibility; it changes nothing. Every compiled call runs
+        ``lanes`` seeds per device (the last call padded; the padding is run and discarded),
+        so results, memory and the compile do not depend on it.
+      lanes: seeds per call and device (default :func:`lanes_for`: ``CPU_LANES`` on CPU).
+        Per-seed results are the same bits for every number of seeds, ``first_seed`` and
+        device count at one ``lanes`` value; another value may change the last bits.
       first_seed: index of the first seed.
       devices: devices to shard the seed axis over (default: all of ``jax.devices()``).
       instances: whether ``env_params`` has a leading instance axis.
@@ -377,27 +465,27 @@ def simulate(
       Simulation whose ``result`` leaves have leading axes (H, I, S) for the axes present.
       ``compile_seconds`` is measured apart from ``run_seconds`` (0 on a cache hit).
 
-    Sharding: on a multi-device host (GPUs, or CPU with
-    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX starts) the seed
-    axis is split over the devices; per-seed results do not depend on the split.
+    Devices: on a multi-device host (GPUs, or CPU with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX starts) each call
+    gives every device ``lanes`` seeds (:class:`PerDeviceRollout`); per-seed results do not
+    depend on the device count.
     """
     _check_inputs(env, env_params, agent, hparams)
     horizon, record_every = check_run_args(horizon, record_every)
     num_seeds = V.check_int("num_seeds", num_seeds, minimum=1)
     first_seed = V.check_int("first_seed", first_seed, minimum=0)
-    batch = num_seeds if batch_size is None else V.check_int("batch_size", batch_size, minimum=1)
-    batch = min(batch, num_seeds)
+    if batch_size is not None:
+        V.check_int("batch_size", batch_size, minimum=1)
     device_list = list(devices) if devices is not None else jax.devices()
     n_dev = len(device_list)
-    if n_dev > 1:
-        batch = int(math.ceil(batch / n_dev) * n_dev)
+    width = lanes_for(device_list[0]) if lanes is None else V.check_int("lanes", lanes, minimum=1)
+    batch = width * n_dev  # seeds per call: `width` on every device
     dtype = jnp.result_type(*[x for x in jax.tree_util.tree_leaves(env_params)
                               if jnp.issubdtype(jnp.result_type(x), jnp.floating)][:1] or [jnp.float32])
     hp, _ = _hparams_arrays(hparams, dtype)
     indices = np.arange(first_seed, first_seed + num_seeds)
     n_batches = int(math.ceil(num_seeds / batch))
-    # Pad by repeating the seed indices cyclically (the padding can exceed num_seeds when
-    # the batch is rounded up to a multiple of many devices).
+    # Pad by repeating the seed indices cyclically (the padding is run and discarded).
     padded = np.resize(indices, n_batches * batch)
 
     cache_key = (env, agent, horizon, record_every, batch, tuple(d.id for d in device_list), instances,

@@ -167,7 +167,7 @@ def estimate_memory(spec: SweepSpec) -> dict:
     """An estimate of a sweep's peak memory, from shapes only (``jax.eval_shape``: nothing is
     allocated): the instances (twice, for the builders' temporaries) plus one unit's
     trajectories (cells x instances x chunk seeds), each with its agent state and recorded
-    curves, times 4 for the step's temporaries. Returns ``{"instances", "unit", "total"}`` in
+    curves, times 4 for the step's temporaries, plus a copy of the instance per seed. Returns ``{"instances", "unit", "total"}`` in
     bytes. It is an order-of-magnitude guard, not a measurement."""
     import jax
 
@@ -191,7 +191,9 @@ def estimate_memory(spec: SweepSpec) -> dict:
         except Exception:  # noqa: BLE001 - an agent that needs concrete values: count its curves only
             state = 0
         traj = entry.num_cells * len(spec.instance_seeds) * spec.chunk(entry)
-        unit = max(unit, 4 * traj * (state + 8 * records * 8))
+        # every seed holds its own copy of its instance (``simulate.make_batched_rollout``)
+        per_seed_instance = len(spec.instance_seeds) * spec.chunk(entry) * _tree_bytes(params)
+        unit = max(unit, 4 * traj * (state + 8 * records * 8) + per_seed_instance)
     return {"instances": inst, "unit": unit, "total": inst + unit}
 
 
@@ -246,7 +248,7 @@ def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=N
             cells = entry.cells()
             sim = simulate(env, params, factories[entry.label] if cells else agents[entry.label],
                            horizon=spec.horizon, num_seeds=unit.count, seed=spec.seed, record_every=spec.every,
-                           batch_size=unit.size, first_seed=unit.first, instances=True, hparams=cells or None)
+                           first_seed=unit.first, instances=True, hparams=cells or None)
             res = sim.result
             add_cell_axis = (lambda x: np.asarray(x)[None]) if not cells else np.asarray
             arrays = {
@@ -270,25 +272,72 @@ def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=N
 
 
 def run_sweep(spec: SweepSpec, out, *, resume: bool = False, overwrite: bool = False, progress=None,
-              log=print) -> dict:
-    """Runs (or continues) a sweep into ``out`` and returns its summary (see the module doc)."""
+              log=print, executor=None, part=None) -> dict:
+    """Runs (or continues) a sweep into ``out`` and returns its summary (see the module doc).
+
+    Args:
+      executor: where the units run: an executor of ``e2d_jax.experiments.executors``, or its
+        name (``"local"``, the default, or ``"ray"`` with a local Ray instance).
+      part: ``(i, n)`` or ``"i/n"``: run only the i-th of n disjoint parts of the units (a
+        part continues what is in ``out``, as ``resume`` does). When other parts' units are
+        still missing, the tables are not written and the returned dict says
+        ``{"complete": False, "units": ..., "units_done": ..., "ran": ...}``.
+    """
     import jax
 
+    from e2d_jax.experiments import executors
+
     out = Path(out)
+    part = executors.parse_part(part)
+    if executor is None or isinstance(executor, str):
+        executor = executors.make_executor(executor or "local")
     check_spec(spec)
     check_memory(spec)
-    digest = prepare_output(spec, out, resume=resume, overwrite=overwrite)
+    digest = prepare_output(spec, out, resume=resume or part is not None, overwrite=overwrite)
     all_units = units(spec)
-    todo = [u for u in all_units if storage.read_chunk(out, u.uid, _unit_digest(digest, u)) is None]
+    done = lambda u: storage.read_chunk(out, u.uid, _unit_digest(digest, u)) is not None
+    todo = [u for u in all_units if not done(u)]
     if len(todo) < len(all_units):
-        log(f"{len(all_units) - len(todo)} of {len(all_units)} units already done in {out}; running {len(todo)}")
+        log(f"{len(all_units) - len(todo)} of {len(all_units)} units already done in {out}; running "
+            f"{len(executors.select_part(todo, all_units, part))}" + (f" (part {part[0]}/{part[1]})" if part else ""))
+    mine = executors.select_part(todo, all_units, part)
     t0 = time.perf_counter()
-    seconds = run_units(spec, out, digest, todo, progress=progress, log=log)
+    seconds = executor.run(spec, out, digest, mine, progress=progress, log=log)
+    if part is not None:
+        left = [u for u in todo if u not in mine and not done(u)]
+        if left:
+            return {"complete": False, "name": spec.name, "units": len(all_units),
+                    "units_done": len(all_units) - len(left), "ran": len(mine), "part": list(part),
+                    "wall_seconds_this_call": time.perf_counter() - t0}
     summary = collect(spec, out, digest)
+    summary["complete"] = True
+    summary["executor"] = executor.name
     summary["wall_seconds_this_call"] = time.perf_counter() - t0
     summary["run_seconds_this_call"] = seconds
     summary["device"] = [str(d) for d in jax.devices()]
     summary["platform"] = platform.platform()
+    storage.write_json(out / storage.SUMMARY, summary)
+    return summary
+
+
+def collect_stored(out) -> dict:
+    """Writes the tables of a finished sweep from its manifest and chunk files (e.g. after the
+    last ``--part`` of a job array) and returns the summary; SweepError when units are missing
+    or the stored results are of other code."""
+    import json
+
+    out = Path(out)
+    try:
+        manifest = json.loads((out / storage.MANIFEST).read_text())
+    except (OSError, ValueError):
+        raise SweepError(f"{out} holds no sweep (no readable {storage.MANIFEST})") from None
+    spec = SweepSpec.from_dict(manifest["spec"])
+    digest = spec.digest(_code_id())
+    if manifest.get("digest") != digest:
+        raise SweepError(f"{out} holds results of code {manifest.get('code')}, this is {_code_id()}: collect them "
+                         "with that version")
+    summary = collect(spec, out, digest)
+    summary["complete"] = True
     storage.write_json(out / storage.SUMMARY, summary)
     return summary
 

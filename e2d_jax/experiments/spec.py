@@ -9,10 +9,14 @@ are vmapped axes, not Python loops. Each unit is a pure function of its descript
 executor may run any unit in any order and get the same bits, and a resumed sweep runs only
 the units whose files are missing.
 
-Chunk size (seeds per unit): by default the largest number that keeps a unit at most
+Chunk size (seeds per unit): by default the largest multiple of the seeds one compiled call
+runs (:func:`default_block`: 64 per CPU device) that keeps a unit at most
 ``MAX_TRAJECTORIES`` trajectories (cells x instances x seeds) and at most ``MAX_SEEDS_PER_UNIT``
-seeds, so memory stays bounded whatever the sweep's size and a killed run loses at most one
-unit's work per agent; ``chunk_size`` overrides it. Every unit of an agent has the same shape
+seeds (one block if even that is more), so memory stays bounded whatever the sweep's size and
+a killed run loses at most one unit's work per agent; ``chunk_size`` overrides it. The layout
+depends on the driver's block, so a sweep resumed on a machine with another device count
+recomputes the units of the old layout (their files carry the old size in their digest);
+per-seed results are the same bits either way. Every unit of an agent has the same shape
 (the last one is padded), so the agent compiles once.
 
 TOML (``e2d-jax sweep SPEC.toml``; see ``benchmarks``' neighbour ``sweeps/`` for an example)::
@@ -153,12 +157,16 @@ class SweepSpec:
         """Rounds between records (default: horizon / 200)."""
         return min(self.record_every or max(1, self.horizon // 200), self.horizon)
 
-    def chunk(self, agent: AgentEntry) -> int:
-        """Seeds per unit for ``agent`` (see the module docstring)."""
+    def chunk(self, agent: AgentEntry, block: int | None = None) -> int:
+        """Seeds per unit for ``agent`` (see the module docstring): a multiple of ``block``
+        (the seeds one compiled call runs, :func:`default_block`) unless the sweep has fewer
+        seeds or ``chunk_size`` says otherwise."""
         if self.chunk_size is not None:
             return min(self.chunk_size, self.seeds)
+        block = default_block() if block is None else block
         per = agent.num_cells * len(self.instance_seeds)
-        return max(1, min(self.seeds, MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // per))
+        size = max(1, min(MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // per))
+        return min(self.seeds, max(block, size // block * block))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -199,11 +207,24 @@ class Unit(NamedTuple):
         return f"{self.agent.label}/chunk{self.index:05d}"
 
 
-def units(spec: SweepSpec) -> list:
-    """The fixed, deterministic list of the sweep's work units."""
+def default_block() -> int:
+    """Seeds one compiled call runs on this machine: ``simulate.lanes_for`` its first device
+    times its device count. Chunks are multiples of it, so no call runs mostly padding."""
+    import jax
+
+    from e2d_jax.simulate import lanes_for
+
+    devices = jax.devices()
+    return lanes_for(devices[0]) * len(devices)
+
+
+def units(spec: SweepSpec, block: int | None = None) -> list:
+    """The fixed, deterministic list of the sweep's work units (for seeds-per-call ``block``,
+    default :func:`default_block`; every executor of a sweep uses the driver's)."""
     out = []
+    block = default_block() if block is None else block
     for agent in spec.agents:
-        size = spec.chunk(agent)
+        size = spec.chunk(agent, block)
         for i in range(math.ceil(spec.seeds / size)):
             first = i * size
             out.append(Unit(agent, i, first, min(size, spec.seeds - first), size))

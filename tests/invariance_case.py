@@ -1,0 +1,68 @@
+"""Per-seed runs of every agent family at small sizes, for the bit-identity tests.
+
+Imported by ``tests/test_invariance.py``, and run as a script (``python invariance_case.py
+OUT.npz``) in a subprocess with forced host devices, where XLA's device count must be set
+before JAX starts. Each case is (environment, agent); the runs are float32 (the library's
+default dtype), as sweeps are.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+HORIZON = 40
+SEEDS = 12
+
+#: (environment name, its sizes, agent name); one E2D agent of each family, Anytime-E2D on a
+#: d > K instance (the observable span), and TS (a LAPACK-free linear baseline).
+CASES = (
+    ("semi-bandit", dict(d=3, arms=5), "anytime-e2d"),
+    ("semi-bandit", dict(d=6, arms=4), "anytime-e2d"),
+    ("semi-bandit", dict(d=3, arms=5), "e2d-n40"),
+    ("finite-mab", dict(arms=3, models=6), "anytime-e2d"),
+    ("finite-revealing", dict(arms=4, models=6), "e2d-n40"),
+    ("finite-mab", dict(arms=3, models=6), "ts-finite"),
+    ("semi-bandit", dict(d=3, arms=5), "ts"),
+)
+
+
+def case_id(case) -> str:
+    env, sizes, agent = case
+    return f"{env}-{'-'.join(f'{k}{v}' for k, v in sizes.items())}-{agent}"
+
+
+def run_case(case, num_seeds=SEEDS, first_seed=0, devices=None):
+    """The result tree of seeds ``first_seed .. first_seed + num_seeds - 1`` (NumPy)."""
+    from e2d_jax import registry
+    from e2d_jax.simulate import simulate
+
+    env_name, sizes, agent_name = case
+    env, params = registry.build_env(registry.EnvSpec(name=env_name, dtype="float32", **sizes))
+    agent = registry.build_agent(registry.parse_agent(agent_name, HORIZON), env.model(params))
+    sim = simulate(env, params, agent, horizon=HORIZON, num_seeds=num_seeds, first_seed=first_seed,
+                   record_every=10, devices=devices)
+    return sim.result
+
+
+def flatten(result) -> dict:
+    import jax
+
+    leaves, _ = jax.tree_util.tree_flatten(result)
+    return {f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)}
+
+
+def main(path):
+    out = {}
+    for case in CASES:
+        for name, arr in flatten(run_case(case)).items():
+            out[f"{case_id(case)}/{name}"] = arr
+    np.savez(path, **out)
+
+
+if __name__ == "__main__":
+    if "--x64" in sys.argv:  # as the test session runs (tests/conftest.py)
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+    main(sys.argv[1])
