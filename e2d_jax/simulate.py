@@ -359,9 +359,12 @@ class PerDeviceRollout:
 #: same program whatever the number of seeds, the chunk size or the device count. That is
 #: what makes per-seed results the same bits in every layout: XLA's CPU code for a batch
 #: depends on the batch's size (measured: Anytime-E2D's DEC value differed by one ulp between
-#: batches of 4 or 8 and batches of 1, 2, 3, 6 or 12 seeds at d=6, K=4). 64 was also the
-#: fastest of 16 to 1,024 on the 2-core CPU (Exp. 1 shape, Anytime-E2D: 75k seed-rounds/s
-#: at 64, 57k at 32, 47k at 1,024; smaller batches stay in cache).
+#: batches of 4 or 8 and batches of 1, 2, 3, 6 or 12 seeds at d=6, K=4). The width trades
+#: the E2D agents (the expensive ones) against the cheap baselines and the padding of small
+#: runs. Measured on the 2-core CPU, Exp. 1 shape, 2,048 seeds (seed-rounds/s at 64 / 256 /
+#: 1,024 lanes): Anytime-E2D 50k / 46k / 48k, UCB 567k / 597k / 620k, TS 417k / 804k / 735k.
+#: 64 keeps the E2D agents at their best and a 12-seed test run at 5x, not 20x, padding; TS
+#: pays for it.
 CPU_LANES = 64
 #: The same on accelerators, which need wide batches to be busy.
 ACCELERATOR_LANES = 2048

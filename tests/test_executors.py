@@ -34,8 +34,11 @@ def local_results(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_instance():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": os.environ["E2D_JAX_CACHE_DIR"]}})
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": os.environ["E2D_JAX_CACHE_DIR"]}})
+    except Exception as err:  # noqa: BLE001 - a sandbox without shared memory or local ports
+        pytest.skip(f"this machine cannot start a local Ray instance: {type(err).__name__}: {err}")
     yield ray
     ray.shutdown()
 
@@ -102,7 +105,7 @@ def test_killed_worker_is_retried_and_nothing_is_lost_or_duplicated(tmp_path, ra
         deadline = time.time() + 300
         while time.time() < deadline and not killed:
             pids = _ray_task_pids()
-            if pids and chunks.exists() and len(list(chunks.glob("chunk*.npz"))) >= 1:
+            if pids and chunks.exists() and len(list(chunks.parent.rglob("chunk*.npz"))) >= 1:
                 os.kill(pids[0], signal.SIGKILL)
                 killed.append(pids[0])
             time.sleep(0.01)
