@@ -63,6 +63,16 @@ def test_parts_are_disjoint_and_cover_the_units():
             parse_part(bad)
 
 
+@pytest.mark.parametrize("chunk", [None, 7, 24])
+def test_any_chunk_size_gives_the_same_tables(tmp_path, local_results, chunk):
+    out = tmp_path / f"chunk{chunk}"
+    run_sweep(_spec(chunk_size=chunk), out, progress=False)
+    table, curves = local_results
+    got = pd.read_parquet(out / "results.parquet")
+    pd.testing.assert_frame_equal(got, table)
+    np.testing.assert_array_equal(np.load(out / "curves.npz")["regret"], curves)
+
+
 def test_parts_then_resume_give_the_local_tables(tmp_path, local_results):
     out = tmp_path / "parts"
     first = run_sweep(_spec(), out, progress=False, part="1/2")
