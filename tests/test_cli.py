@@ -198,3 +198,23 @@ def test_memory_estimate_scales_with_the_unit():
     runner.check_memory(spec)  # the paper's experiment fits this machine
     with pytest.raises(runner.SweepError, match="GiB"):
         runner.check_memory(spec, available=big["total"] // 2)
+
+
+def test_parts_of_a_run_then_plot_collects(tmp_path, capsys):
+    """`--part I/N` runs disjoint parts into one directory; the last part writes the tables;
+    executor-only flags without `--executor ray` are refused."""
+    out = tmp_path / "parts"
+    base = ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "20", "--seeds", "6",
+            "--agents", "ucb,ts", "--record-every", "10", "--quiet", "--out", str(out)]
+    assert cli.main(base + ["--part", "1/2"]) == 0
+    assert "part 1/2 ran 1 units; 1 of 2 units" in capsys.readouterr().out
+    assert not (out / "results.parquet").exists()
+    assert cli.main(base + ["--part", "2/2"]) == 0
+    assert (out / "results.parquet").exists() and (out / "regret.png").exists()
+    (out / "summary.json").unlink()
+    assert cli.main(["plot", str(out)]) == 0  # collects the finished parts again
+    assert json.loads((out / "summary.json").read_text())["agents"]["ts"]["seeds"] == 6
+    for flags, needle in ((["--part", "3/2"], "--part"), (["--workers", "2"], "--workers")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(base + flags)
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
