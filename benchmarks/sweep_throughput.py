@@ -7,9 +7,11 @@ or ``ray``: a local Ray instance with ``--ray-workers`` workers). Each configura
 fresh Python process, so its compile, its device count and its peak memory are its own.
 
 How to read a row (JSON: one object per configuration under ``rows``):
-  ``seed_rounds_per_s``  seeds x horizon / the units' run time (compile excluded; the local
-                         executor's in-process time; for ray, the driver's wall time of the
-                         units, which includes worker start and their compiles);
+  ``seed_rounds_per_s``  seeds x horizon / the simulate calls' run time summed over the units
+                         (compile excluded; for ray the workers' run time, so Ray's overhead is
+                         not in it);
+  ``units_wall_s``       the driver's wall time of the units (with the compile; for ray also
+                         Ray's start, the workers' start and their compiles);
   ``end_to_end_s``       the whole ``run_sweep`` call: instances, compile, units, tables;
   ``peak_rss_mib``       the driver process's peak resident memory (``ru_maxrss``) and, for
                          ray, ``workers_peak_rss_mib``: the largest sum of the Ray worker
@@ -71,8 +73,12 @@ def _worker(cfg: dict) -> dict:
     stop.set()
     cell = next(iter(summary["agents"].values()))
     run_s = summary["run_seconds_this_call"]
-    out = dict(cfg, device=str(jax.devices()), n_devices=len(jax.devices()), end_to_end_s=end_to_end, run_s=run_s,
-               compile_s=cell["compile_seconds"], seed_rounds_per_s=cfg["seeds"] * cfg["horizon"] / run_s,
+    # The units' simulate calls without their compile (what the chunk files record); for ray,
+    # the workers' own run time (Ray's overhead shows in end_to_end_s and units_wall_s).
+    sim_s = cell["run_seconds"]
+    out = dict(cfg, device=str(jax.devices()), n_devices=len(jax.devices()), end_to_end_s=end_to_end,
+               units_wall_s=run_s, run_s=sim_s, compile_s=cell["compile_seconds"],
+               seed_rounds_per_s=cfg["seeds"] * cfg["horizon"] / sim_s,
                final_regret_mean=cell["final_regret_mean"],
                peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     if cfg["executor"] == "ray":
