@@ -123,12 +123,13 @@ class RayExecutor:
     def _connect(self):
         from e2d_jax.experiments.runner import SweepError
 
+        # Probe first: a head that does not answer fails the run before Ray is even imported.
+        if self.address is not None:
+            _probe(self.address, self.timeout)
         try:
             import ray
         except ImportError:
             raise SweepError("--executor ray needs Ray: pip install 'e2d_jax[ray]'") from None
-        if self.address is not None:
-            _probe(self.address, self.timeout)
         if ray.is_initialized():
             return ray
         import jax
