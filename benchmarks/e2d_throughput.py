@@ -36,7 +36,6 @@ import numpy as np
 from jax import lax
 
 from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
-from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import linear as L
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
@@ -61,52 +60,235 @@ def measure(agent, params, seeds, horizon, repeats):
                 nonfinite=int(np.asarray(out.nonfinite_rounds).sum()))
 
 
-def per_problem_us(fn, arg, n_inner, repeats=5):
-    f = jax.jit(jax.vmap(fn))
-    jax.block_until_ready(f(arg))
+# --------------------------------------------------------------------------------------
+# The breakdown: where one seed-round's time goes, and how far each part is from the limit
+
+
+def matmul_rate(n=2048, repeats=5):
+    """The machine's measured float32 matrix-multiply rate (FLOP/s): one n x n product,
+    median of ``repeats`` calls, all of the device's cores (XLA's own thread pool)."""
+    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
+    f = jax.jit(lambda x, y: x @ y)
+    jax.block_until_ready(f(a, a))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(f(arg))
+        jax.block_until_ready(f(a, a))
         times.append(time.perf_counter() - t0)
-    return float(np.median(times)) / n_inner / arg.shape[0] * 1e6
+    return 2.0 * n**3 / float(np.median(times))
 
 
-def breakdown(shape, batch=1000, n=100):
+def _flops(fn, args):
+    """XLA's cost analysis of jit(fn) on ``args`` (counts a loop body once)."""
+    cost = jax.jit(fn).lower(*args).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float(cost.get("flops", float("nan")))
+
+
+def _time_part(fn, args, inner=20, repeats=5):
+    """Seconds per call of ``fn`` on the batch ``args`` (already vmapped), amortised over
+    ``inner`` calls in one ``fori_loop``. Each call's inputs depend on the previous call's
+    outputs (through a zero-valued term on the first floating argument) and PRNG keys are
+    folded with the loop index, so XLA can neither hoist the call, or its random numbers, out
+    of the loop nor drop it."""
+    first = next(i for i, a in enumerate(args) if jnp.issubdtype(jnp.asarray(a).dtype, jnp.floating))
+    is_key = [jnp.issubdtype(jnp.asarray(a).dtype, jax.dtypes.prng_key) for a in args]
+
+    def loop(*args):
+        def body(i, carry):
+            args, acc = carry
+            call = [jax.vmap(jax.random.fold_in, in_axes=(0, None))(a, i) if key else a for a, key in zip(args, is_key)]
+            out = fn(*call)
+            total = sum(jnp.sum(jnp.where(jnp.isfinite(x), x, 0.0)).astype(jnp.float32)
+                        for x in jax.tree_util.tree_leaves(out) if jnp.issubdtype(x.dtype, jnp.floating))
+            acc = acc + total
+            args = list(args)
+            args[first] = args[first] + (acc * 0.0).astype(args[first].dtype)
+            return tuple(args), acc
+        return lax.fori_loop(0, inner, body, (tuple(args), jnp.zeros((), jnp.float32)))[1]
+
+    f = jax.jit(loop)
+    jax.block_until_ready(f(*args))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(f(*args))
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)) / inner
+
+
+def _states_after(env, params, agent, t0, batch):
+    """A batch of agent states after ``t0`` rounds of play (what a round starts from)."""
+    model = env.model(params)
+
+    def one(key):
+        state = agent.init(key, model)
+
+        def step(state, k):
+            k_act, k_obs = jax.random.split(k)
+            action, state, _ = agent.act(k_act, state, model)
+            return agent.update(state, action, env.observe(k_obs, params, action), model), None
+
+        return lax.scan(step, state, jax.random.split(key, t0))[0]
+
+    return jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(1), batch))
+
+
+def _round_total(env, params, agent, batch, horizon=400, repeats=3):
+    """Seconds per seed-round of the whole rollout, one device, ``batch`` seeds in one call:
+    the difference of two horizons, so set-up and the final bookkeeping cancel."""
+    out = []
+    for n in (horizon // 2, horizon):
+        fn = make_batched_rollout(env, agent, n, n, batch, devices=jax.devices()[:1])
+        keys = run_keys(0, np.arange(batch))
+        compiled = fn.lower(keys, params, {}).compile()
+        jax.block_until_ready(compiled(keys, params, {}))
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            jax.block_until_ready(compiled(keys, params, {}))
+            times.append(time.perf_counter() - t0)
+        out.append(float(np.median(times)))
+    return (out[1] - out[0]) / (batch * (horizon - horizon // 2))
+
+
+def _row(name, seconds, flops, rate, batch, per_round=1.0):
+    """One part: microseconds and FLOPs per seed-round, and the fraction of the matmul rate
+    that the part's FLOPs in its time would be."""
+    us = seconds / batch * per_round * 1e6
+    fl = flops / batch * per_round
+    return dict(part=name, us=us, flops=fl, fraction_of_matmul_rate=fl / (us * 1e-6) / rate if us > 0 else float("nan"))
+
+
+def breakdown_linear(shape, rate, batch):
+    """Anytime-E2D (the agents' default solver) on the shape's instance: parts of a round."""
+    from e2d_jax.agents.e2d import AGENT_SOLVER
+    from e2d_jax.estimators import ridge
+
     d, k = SHAPES[shape]
+    env = linear.ENVIRONMENT
     params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
-    s = params.model.span
-    f_hats = (params.theta + 0.3 * jax.random.normal(jax.random.key(1), (batch, d))).astype(jnp.float32)
-    eps2 = jnp.float32(2 * d / 100)
+    model = env.model(params)
+    agent = anytime_e2d(divergence="squared")
+    states = _states_after(env, params, agent, 100, batch)
+    span = model.span
+    f_r = states.ridge.f_hat @ span.basis
+    eps2 = jnp.full((batch,), d / 101.0, jnp.float32)
+    keys = jax.random.split(jax.random.key(2), batch)
+    actions = jax.random.randint(jax.random.key(3), (batch,), 0, k)
 
-    def problem(fh):
-        r = s.features @ (fh @ s.basis)
-        return L._exact_problem(s, r, eps2)
+    solve = jax.vmap(lambda fr, e, w: L.solve_acdec(span, fr, e, AGENT_SOLVER, w))
+    res, _ = jax.jit(solve)(f_r, eps2, states.warm)
+    iters = float(np.mean(np.asarray(res.iterations)))
+    checks = iters / AGENT_SOLVER.check_every + 1  # a check after every check_every iterations, one at the end
 
-    u = jnp.full(k, 1.0 / k, jnp.float32)
+    def step1(fr, e, mu, om):
+        grads, cert = L._exact_problem(span, span.features @ fr, e)
+        return saddle.step(grads, saddle.init(grads, cert, mu, om)).log_mu
 
-    def grads_only(fh):
-        grads, _ = problem(fh)
-        return lax.fori_loop(0, n, lambda _, m: m + 1e-9 * grads(m, u)[0], u)
+    def cert1(fr, e, mu, om):
+        grads, cert = L._exact_problem(span, span.features @ fr, e)
+        return cert(mu, om)
 
-    def mp_iters(fh):
-        grads, cert = problem(fh)
-        st = saddle.init(grads, cert, u, u)
-        return lax.fori_loop(0, n, lambda _, x: saddle.step(grads, x), st).log_mu
+    upd = jax.vmap(lambda y, st, a: ridge.update(st, model.obs_matrices[a], y))
+    ys = jax.vmap(lambda kk, a: env.observe(kk, params, a))(keys, actions)
+    # ridge.update scans over the observation rows: count the rank-one body once per row.
+    rows_m = model.obs_matrices.shape[1]
+    rank_one = jax.vmap(lambda v, row: ridge._rank_one((v, jnp.zeros((), v.dtype)), row)[0])
+    upd_flops = (_flops(upd, (ys, states.ridge, actions))
+                 + (rows_m - 1) * _flops(rank_one, (states.ridge.v_inv, model.obs_matrices[actions, 0])))
+    sample = jax.vmap(lambda mu, kk: jax.random.categorical(kk, jnp.log(mu)))
+    observe = jax.vmap(lambda kk, a: env.observe(kk, params, a))
+    wm = states.warm
+    step_s = _time_part(jax.vmap(step1), (f_r, eps2, wm.mu, wm.omega))
+    cert_s = _time_part(jax.vmap(cert1), (f_r, eps2, wm.mu, wm.omega))
+    solve_s = _time_part(solve, (f_r, eps2, wm))
+    rows = [
+        _row("estimator update (ridge)", _time_part(upd, (ys, states.ridge, actions)), upd_flops, rate, batch),
+        _row(f"solver iterations ({iters:.1f} mirror-prox steps)", step_s, _flops(jax.vmap(step1), (f_r, eps2, wm.mu, wm.omega)),
+             rate, batch, iters),
+        _row(f"certificate ({checks:.1f} checks)", cert_s, _flops(jax.vmap(cert1), (f_r, eps2, wm.mu, wm.omega)),
+             rate, batch, checks),
+    ]
+    solver_rest = solve_s - step_s * iters - cert_s * checks
+    rows.append(_row("solver set-up and loop control", max(solver_rest, 0.0), 0.0, rate, batch))
+    rows.append(_row("sampling", _time_part(sample, (wm.mu, keys)), _flops(sample, (wm.mu, keys)), rate, batch))
+    rows.append(_row("environment", _time_part(lambda z, kk, a: observe(kk, a) + z[:, None], (jnp.zeros(batch), keys, actions)),
+                     _flops(observe, (keys, actions)), rate, batch))
+    total = _round_total(env, params, agent, batch)
+    rows.append(_row("bookkeeping (round total - parts)", max(total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0),
+                     0.0, rate, batch))
+    rows.append(_row("round total (rollout)", total * batch, sum(r["flops"] for r in rows) * batch, rate, batch))
+    return rows
 
-    def certs(fh):
-        # One certificate evaluation (a check at the end of a round makes three).
-        grads, cert = problem(fh)
-        return lax.fori_loop(0, n, lambda _, m: m * (1 + 1e-9 * cert(m, u)[0]), u)
 
-    out = {
-        "gradient_us": per_problem_us(grads_only, f_hats, n),
-        "mirror_prox_iteration_us": per_problem_us(mp_iters, f_hats, n),
-        "certificate_us": per_problem_us(certs, f_hats, n),
-    }
-    r = measure(ucb(), params, batch, 1000, 3)
-    out["non_solver_round_us (UCB round)"] = 1e6 / r["seed_rounds_per_s"]
-    return out
+def breakdown_finite(env_name, rate, batch):
+    """Finite-class Anytime-E2D (EWA, the agents' global lambda search) on a CLI class."""
+    from e2d_jax import registry
+    from e2d_jax.agents import finite as AF
+    from e2d_jax.agents import schedules
+    from e2d_jax.dec import finite as DF
+    from e2d_jax.dec import matrix_game as MG
+    from e2d_jax.envs import finite as EF
+    from e2d_jax.estimators import ewa
+
+    env, params = registry.build_instances(registry.EnvSpec(env_name, dtype="float32"), [0])
+    params = jax.tree_util.tree_map(lambda x: x[0], params)
+    model = env.model(params)
+    agent = AF.anytime_e2d()
+    states = _states_after(env, params, agent, 100, batch)
+    keys = jax.random.split(jax.random.key(2), batch)
+    actions = jax.random.randint(jax.random.key(3), (batch,), 0, model.num_actions)
+    ys = jax.vmap(lambda kk, a: env.observe(kk, params, a))(keys, actions)
+    cfg = AF.AGENT_SOLVER
+
+    upd = jax.vmap(lambda y, st, a: ewa.update(st.ewa, EF.log_likelihood(model, a, y)))
+    est = jax.vmap(lambda z, kk, st: AF._matrices(kk, st._replace(ewa=st.ewa._replace(
+        log_weights=st.ewa.log_weights + z)), model, "delta_f", "sample"))
+    z = jnp.zeros((batch,), jnp.float32)
+    g, info = jax.jit(est)(z, keys, states)
+    eps2 = jax.vmap(lambda c: jnp.asarray(schedules.evaluate("log-models", 1.0, (c + 1).astype(jnp.float32), model),
+                                          jnp.float32))(states.ewa.count)
+    solve = jax.vmap(lambda g, i, e, mu, om: DF.solve_acdec(g, i, e, cfg, mu, om))
+    res = jax.jit(solve)(g, info, eps2, states.mu, states.omega)
+    iters = float(np.mean(np.asarray(res.iterations)))
+    lam = jnp.full((batch,), 1.0, jnp.float32)
+
+    def ipm1(l, g, i):
+        a = g - l * i
+        b = MG._ipm_scaled(a)
+        return MG._ipm_step(a, b, MG._ipm_start(a, b)).x
+
+    ipm = jax.vmap(ipm1)
+    ipm_s = _time_part(ipm, (lam, g, info))
+    solve_s = _time_part(lambda e, g, i, mu, om: solve(g, i, e, mu, om), (eps2, g, info, states.mu, states.omega))
+    sample = jax.vmap(lambda mu, kk: jax.random.categorical(kk, jnp.log(mu)))
+    observe = jax.vmap(lambda kk, a: env.observe(kk, params, a))
+    rows = [
+        _row("estimator update (EWA)", _time_part(upd, (ys, states, actions)),
+             _flops(upd, (ys, states, actions)), rate, batch),
+        _row("estimate (sample f, gap and information matrices)", _time_part(est, (z, keys, states)),
+             _flops(est, (z, keys, states)), rate, batch),
+        _row(f"solver iterations ({iters:.0f} interior-point steps over all games)", ipm_s, _flops(ipm, (lam, g, info)),
+             rate, batch, iters),
+    ]
+    rows.append(_row("lambda search: bounds, candidates, lock-step waiting", max(solve_s - ipm_s * iters, 0.0), 0.0,
+                     rate, batch))
+    rows.append(_row("sampling", _time_part(sample, (states.mu, keys)), _flops(sample, (states.mu, keys)), rate, batch))
+    rows.append(_row("environment", _time_part(lambda z, kk, a: observe(kk, a) + z[:, None], (z, keys, actions)),
+                     _flops(observe, (keys, actions)), rate, batch))
+    total = _round_total(env, params, agent, batch, horizon=100)
+    rows.append(_row("bookkeeping (round total - parts)", max(total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0),
+                     0.0, rate, batch))
+    rows.append(_row("round total (rollout)", total * batch, sum(r["flops"] for r in rows) * batch, rate, batch))
+    return rows
+
+
+def print_breakdown(title, rows):
+    print(f"  {title}")
+    print(f"    {'part':58s} {'us/seed-round':>13s} {'FLOP/seed-round':>15s} {'of matmul rate':>14s}")
+    for r in rows:
+        print(f"    {r['part']:58s} {r['us']:13.3f} {r['flops']:15,.0f} {r['fraction_of_matmul_rate']:14.2e}")
 
 
 def main():
@@ -115,14 +297,18 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seeds", default="1,100,1000,10000")
     ap.add_argument("--shapes", default="exp1,exp2")
-    ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
+    ap.add_argument("--breakdown-only", action="store_true", help="skip the throughput table")
+    ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: CPU_LANES)")
+    ap.add_argument("--finite", default="finite-mab,finite-revealing", help="finite classes in the breakdown")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    args.breakdown = args.breakdown or args.breakdown_only
     report = {"device": str(jax.devices()), "platform": platform.platform(), "jax": jax.__version__,
               "horizon": args.horizon, "rows": [], "breakdown": {}}
     print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}  horizon {args.horizon}")
     print(f"{'shape':6s} {'agent':12s} {'seeds':>6s} {'compile_s':>9s} {'run_s':>9s} {'seed_rounds/s':>14s}")
-    for shape in args.shapes.split(","):
+    for shape in ([] if args.breakdown_only else args.shapes.split(",")):
         d, k = SHAPES[shape]
         params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
         for name, agent in (("anytime-e2d", anytime_e2d()), ("e2d", fixed_horizon_e2d(horizon=args.horizon))):
@@ -132,10 +318,21 @@ def main():
                 report["rows"].append(r)
                 print(f"{shape:6s} {name:12s} {s:6d} {r['compile_s']:9.2f} {r['run_s']:9.3f} "
                       f"{r['seed_rounds_per_s']:14,.0f}", flush=True)
-        if args.breakdown:
-            b = breakdown(shape)
-            report["breakdown"][shape] = b
-            print("  per problem: " + ", ".join(f"{kk} {v:.3f}" for kk, v in b.items()), flush=True)
+    if args.breakdown:
+        from e2d_jax.simulate import CPU_LANES
+
+        rate = matmul_rate()
+        report["matmul_flops_per_s"] = rate
+        batch = args.breakdown_batch or CPU_LANES
+        print(f"breakdown: {batch} seeds in one call on one device; float32 matmul rate {rate / 1e9:.1f} GFLOP/s")
+        for shape in args.shapes.split(","):
+            rows = breakdown_linear(shape, rate, batch)
+            report["breakdown"][f"anytime-e2d {shape}"] = rows
+            print_breakdown(f"Anytime-E2D, {shape} shape (d={SHAPES[shape][0]}, K={SHAPES[shape][1]})", rows)
+        for env_name in args.finite.split(",") if args.finite else ():
+            rows = breakdown_finite(env_name, rate, batch)
+            report["breakdown"][f"anytime-e2d {env_name}"] = rows
+            print_breakdown(f"Anytime-E2D, {env_name} (EWA)", rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

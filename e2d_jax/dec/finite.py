@@ -255,20 +255,25 @@ class _Search(NamedTuple):
     lowers: jax.Array  # (N,) certified lower bound on dec^o at each lam
     mus: jax.Array  # (N, K)
     omegas: jax.Array  # (N, M)
+    g_om: jax.Array  # (N, K) Delta omega of each omega (psi_omega in O(K) per lam)
+    i_om: jax.Array  # (N, K) I omega
+    order: jax.Array  # (N,) argsort of lams
+    bounds: jax.Array  # (N - 1,) certified lower bound of v between consecutive sorted lams
     iterations: jax.Array  # () int32 total inner iterations
     round: jax.Array  # () int32
 
 
-def _psi(omega, lam, gaps, info, eps2):
-    """psi_omega(lam) = min_pi (Delta omega - lam I omega)_pi + lam eps2 <= v(lam), any omega.
+def _psi(g_om, i_om, lam, eps2):
+    """psi_omega(lam) = min_pi (Delta omega - lam I omega)_pi + lam eps2 <= v(lam), any omega,
+    from ``g_om`` = Delta omega and ``i_om`` = I omega (computed once per omega).
 
     It is the value of the L3 form at a fixed max-player mixture omega, a lower bound on
     v(lam) for every lam, and concave (a minimum of affine functions) in lam.
     """
-    return jnp.min(gaps @ omega - lam * (info @ omega)) + lam * eps2
+    return jnp.min(g_om - lam * i_om) + lam * eps2
 
 
-def _interval_bounds(lams, lowers, omegas, gaps, info, eps2):
+def _interval_bounds(lams, lowers, g_om, i_om, eps2):
     """Sorted lams and a certified lower bound of v on each interval between them.
 
     Two bounds, the larger is kept: the zero-order one lb(l_{i+1}) + l_i eps2 (dec^o
@@ -276,17 +281,18 @@ def _interval_bounds(lams, lowers, omegas, gaps, info, eps2):
     for the mixtures w of both end points (psi_w is concave, so its minimum over the
     interval is at an end point). The first-order bound is tight to second order in the
     interval's width, so the flat valley around lam* needs few points to be certified.
+    ``g_om``/``i_om`` (N, K): Delta w and I w of each point's mixture w.
     """
     order = jnp.argsort(lams)
-    sl, slb, som = lams[order], lowers[order], omegas[order]
+    sl, slb, sg, si = lams[order], lowers[order], g_om[order], i_om[order]
     left, right = sl[:-1], sl[1:]
     zero_order = slb[1:] + left * eps2
     finite = jnp.isfinite(right)
     safe_right = jnp.where(finite, right, left)
-    psi = jax.vmap(_psi, in_axes=(0, 0, None, None, None))
+    psi = jax.vmap(_psi, in_axes=(0, 0, 0, None))
     first_order = jnp.maximum(
-        jnp.minimum(psi(som[:-1], left, gaps, info, eps2), psi(som[:-1], safe_right, gaps, info, eps2)),
-        jnp.minimum(psi(som[1:], left, gaps, info, eps2), psi(som[1:], safe_right, gaps, info, eps2)),
+        jnp.minimum(psi(sg[:-1], si[:-1], left, eps2), psi(sg[:-1], si[:-1], safe_right, eps2)),
+        jnp.minimum(psi(sg[1:], si[1:], left, eps2), psi(sg[1:], si[1:], safe_right, eps2)),
     )
     bounds = jnp.where(finite, jnp.maximum(zero_order, first_order), jnp.inf)
     bounds = jnp.where(jnp.isnan(bounds), -jnp.inf, bounds)
@@ -330,7 +336,8 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     inf = jnp.full((n,), jnp.inf, dtype)
     state = _Search(
         lams=inf, uppers=inf, lowers=inf, mus=jnp.zeros((n, k), dtype), omegas=jnp.zeros((n, m), dtype),
-        iterations=jnp.zeros((), jnp.int32), round=jnp.zeros((), jnp.int32),
+        g_om=jnp.zeros((n, k), dtype), i_om=jnp.zeros((n, k), dtype), order=jnp.arange(n),
+        bounds=jnp.full((n - 1,), jnp.inf, dtype), iterations=jnp.zeros((), jnp.int32), round=jnp.zeros((), jnp.int32),
     )
 
     def totals(s):
@@ -338,9 +345,9 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
         return jnp.where(jnp.isfinite(t), t, jnp.inf)
 
     def certified(s):
+        # The interval bounds are kept up to date by `body` (computed once per round).
         best = jnp.min(totals(s))
-        _, _, bounds = _interval_bounds(s.lams, s.lowers, s.omegas, gaps, info, eps2)
-        lower = jnp.minimum(jnp.min(bounds), rng.tail)
+        lower = jnp.minimum(jnp.min(s.bounds), rng.tail)
         return best, lower
 
     def converged(s):
@@ -353,7 +360,8 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
 
     def body(s):
         # Branch and bound: subdivide the interval with the smallest certified lower bound.
-        order, sl, bounds = _interval_bounds(s.lams, s.lowers, s.omegas, gaps, info, eps2)
+        order = s.order
+        sl, bounds = s.lams[order], s.bounds
         i = jnp.argmin(bounds)
         left, right = sl[i], sl[i + 1]
         frac = jnp.arange(1, p + 1, dtype=dtype) / (p + 1)
@@ -370,10 +378,13 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
         om_init = jnp.where(initial, omega0, s.omegas[start_from])
         new_sols = jax.vmap(solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
         start = s.round * p
+        lams, lowers = put(s.lams, new, start), put(s.lowers, new_sols.lower, start)
+        g_om, i_om = put(s.g_om, new_sols.omega @ gaps.T, start), put(s.i_om, new_sols.omega @ info.T, start)
+        order, _, bounds = _interval_bounds(lams, lowers, g_om, i_om, eps2)
         return _Search(
-            lams=put(s.lams, new, start), uppers=put(s.uppers, new_sols.upper, start),
-            lowers=put(s.lowers, new_sols.lower, start), mus=put(s.mus, new_sols.mu, start),
-            omegas=put(s.omegas, new_sols.omega, start),
+            lams=lams, uppers=put(s.uppers, new_sols.upper, start), lowers=lowers,
+            mus=put(s.mus, new_sols.mu, start), omegas=put(s.omegas, new_sols.omega, start),
+            g_om=g_om, i_om=i_om, order=order, bounds=bounds,
             iterations=s.iterations + jnp.sum(new_sols.iterations).astype(jnp.int32), round=s.round + 1,
         )
 
@@ -444,7 +455,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
     pts = jnp.concatenate([lams, jnp.maximum(rng.hi, lams[i_last])[None]])
     lows = jnp.concatenate([sols.lower, (rng.tail - rng.hi * eps2)[None]])
     oms = jnp.concatenate([sols.omega, sols.omega[i_last][None]])
-    _, _, bounds = _interval_bounds(pts, lows, oms, gaps, info, eps2)
+    _, _, bounds = _interval_bounds(pts, lows, oms @ gaps.T, oms @ info.T, eps2)
     lower = jnp.minimum(jnp.min(bounds), rng.tail)
     gap = value - lower
     tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)

@@ -75,28 +75,8 @@ def _max_step(v, dv):
     return jnp.minimum(1.0, jnp.min(ratio))
 
 
-def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
-    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
-
-    With B = (A - min A) / (max A - min A) + 1 (entries in [1, 2], same optimal strategies,
-    value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
-
-        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
-        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
-
-    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is strictly feasible. Each
-    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
-    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
-    15-25 iterations reach 1e-10 in float64 whatever the game.
-
-    The certificate does not rely on the interior-point method: every iteration the
-    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
-    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
-    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
-    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
-    where E becomes ill-conditioned; the best certified pair so far is returned).
-    """
-    k, m = a.shape
+def _ipm_scaled(a):
+    """B = (A - lo) / spread + 1 of :func:`solve_game_ipm` (entries <= 2, val(B) >= 1)."""
     dtype = a.dtype
     # Shift by the max player's pure security level lo = max_g min_pi A <= val(A), not by
     # min A: val(B) >= 1 > 0 is all the reduction needs, and entries far below the value
@@ -104,13 +84,34 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
     # float32 ulps.
     lo, hi = jnp.max(jnp.min(a, axis=0)), jnp.max(a)
     spread = jnp.maximum(hi - lo, jnp.finfo(dtype).tiny ** 0.5)
-    b = (a - lo) / spread + 1.0
-    n_comp = k + m
+    return (a - lo) / spread + 1.0
 
-    def certify(x, y):
-        mu = x / jnp.sum(x)
-        om = y / jnp.sum(y)
-        return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
+
+def _ipm_certify(a, x, y):
+    mu = x / jnp.sum(x)
+    om = y / jnp.sum(y)
+    return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
+
+
+def _ipm_start(a, b) -> _IPMState:
+    k, m = a.shape
+    dtype = a.dtype
+    # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
+    # floored at 1 where B y0 - 1 is not positive (an infeasible start, which the residuals rd
+    # of the Newton steps remove).
+    x0 = jnp.full((k,), 0.25 / k, dtype)
+    y0 = jnp.ones((m,), dtype)
+    mu0, om0, up0, low0 = _ipm_certify(a, x0, y0)
+    return _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
+                     upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
+                     ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
+
+
+def _ipm_step(a, b, st: _IPMState) -> _IPMState:
+    """One predictor-corrector iteration of :func:`solve_game_ipm` and its certificate."""
+    k, m = a.shape
+    dtype = a.dtype
+    n_comp = k + m
 
     def factor(st):
         e = st.y / st.w
@@ -130,15 +131,64 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
         dz = (r_xz - st.z * dx) / st.x
         return dx, dw, dy, dz
 
-    # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
-    # floored at 1 where B y0 - 1 is not positive (an infeasible start, which the residuals rd
-    # of the Newton steps remove).
-    x0 = jnp.full((k,), 0.25 / k, dtype)
-    y0 = jnp.ones((m,), dtype)
-    mu0, om0, up0, low0 = certify(x0, y0)
-    state = _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
-                      upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
-                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
+    rp = 1.0 - b.T @ st.x - st.w
+    rd = 1.0 - b @ st.y + st.z
+    mu_c = (st.x @ st.z + st.y @ st.w) / n_comp
+    # Predictor (affine scaling).
+    fac = factor(st)
+    dx, dw, dy, dz = newton(st, fac, rp, rd, -st.x * st.z, -st.y * st.w)
+    ap = jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+    ad = jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+    mu_aff = ((st.x + ap * dx) @ (st.z + ad * dz) + (st.y + ad * dy) @ (st.w + ap * dw)) / n_comp
+    sigma = jnp.clip(mu_aff / mu_c, 0.0, 1.0) ** 3
+    # Corrector with centring.
+    r_xz = sigma * mu_c - st.x * st.z - dx * dz
+    r_yw = sigma * mu_c - st.y * st.w - dy * dw
+    dx, dw, dy, dz = newton(st, fac, rp, rd, r_xz, r_yw)
+    ap = 0.99 * jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
+    ad = 0.99 * jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
+    new = (st.x + ap * dx, st.w + ap * dw, st.y + ad * dy, st.z + ad * dz)
+    ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v) & (v > 0)) for v in new]))
+    x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
+    mu, om, up, low = _ipm_certify(a, x, y)
+    better = ok & (up < st.upper)
+    return _IPMState(
+        x=x, w=w, y=y, z=z,
+        best_mu=jnp.where(better, mu, st.best_mu),
+        best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
+        upper=jnp.where(better, up, st.upper),
+        lower=jnp.where(ok, jnp.maximum(st.lower, low), st.lower),
+        iter_num=st.iter_num + 1,
+        # A failed step (a non-finite factorisation near the optimum, mostly in float32)
+        # is retried with a relative ridge 100x larger, starting at 10 ulps.
+        ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
+        failures=jnp.where(ok, 0, st.failures + 1),
+    )
+
+
+def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
+    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
+
+    With B = (A - lo) / (max A - lo) + 1, lo = max_g min_pi A <= val(A) (entries <= 2,
+    val(B) >= 1, same optimal strategies, value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
+
+        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
+        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
+
+    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is primal feasible. Each
+    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
+    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
+    15-25 iterations reach 1e-10 in float64 whatever the game.
+
+    The certificate does not rely on the interior-point method: every iteration the
+    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
+    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
+    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
+    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
+    where E becomes ill-conditioned; the best certified pair so far is returned).
+    """
+    b = _ipm_scaled(a)
+    state = _ipm_start(a, b)
 
     def converged(st):
         return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
@@ -147,39 +197,7 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
         return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
 
     def body(st):
-        rp = 1.0 - b.T @ st.x - st.w
-        rd = 1.0 - b @ st.y + st.z
-        mu_c = (st.x @ st.z + st.y @ st.w) / n_comp
-        # Predictor (affine scaling).
-        fac = factor(st)
-        dx, dw, dy, dz = newton(st, fac, rp, rd, -st.x * st.z, -st.y * st.w)
-        ap = jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
-        ad = jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
-        mu_aff = ((st.x + ap * dx) @ (st.z + ad * dz) + (st.y + ad * dy) @ (st.w + ap * dw)) / n_comp
-        sigma = jnp.clip(mu_aff / mu_c, 0.0, 1.0) ** 3
-        # Corrector with centring.
-        r_xz = sigma * mu_c - st.x * st.z - dx * dz
-        r_yw = sigma * mu_c - st.y * st.w - dy * dw
-        dx, dw, dy, dz = newton(st, fac, rp, rd, r_xz, r_yw)
-        ap = 0.99 * jnp.minimum(_max_step(st.x, dx), _max_step(st.w, dw))
-        ad = 0.99 * jnp.minimum(_max_step(st.y, dy), _max_step(st.z, dz))
-        new = (st.x + ap * dx, st.w + ap * dw, st.y + ad * dy, st.z + ad * dz)
-        ok = jnp.all(jnp.stack([jnp.all(jnp.isfinite(v) & (v > 0)) for v in new]))
-        x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
-        mu, om, up, low = certify(x, y)
-        better = ok & (up < st.upper)
-        return _IPMState(
-            x=x, w=w, y=y, z=z,
-            best_mu=jnp.where(better, mu, st.best_mu),
-            best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
-            upper=jnp.where(better, up, st.upper),
-            lower=jnp.where(ok, jnp.maximum(st.lower, low), st.lower),
-            iter_num=st.iter_num + 1,
-            # A failed step (a non-finite factorisation near the optimum, mostly in float32)
-            # is retried with a relative ridge 100x larger, starting at 10 ulps.
-            ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
-            failures=jnp.where(ok, 0, st.failures + 1),
-        )
+        return _ipm_step(a, b, st)
 
     st = lax.while_loop(cond, body, state)
     status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
