@@ -1,9 +1,14 @@
 """Tests run with float64 enabled so references can be compared tightly; float32 paths are
 exercised by passing ``dtype=jnp.float32`` explicitly.
 
-Compiles dominate the test time on two cores, and many tests (and the CLI subprocesses they
-start) compile the same programs: JAX's persistent compilation cache, in one directory per
-test session (``E2D_JAX_CACHE_DIR``, which the CLI also reads), lets them share the work.
+Compiles dominate the test time on two cores, and the CLI subprocesses the tests start
+compile the same programs again and again: they share JAX's persistent compilation cache in
+one directory per test session (``E2D_JAX_CACHE_DIR``, which the CLI reads). The test
+process itself does not use that cache: in three CI-like runs (clean clone, ``.ci/run``) it
+crashed inside XLA (SIGABRT once, SIGSEGV twice, each in ``_compile_and_write_cache`` after
+about 40 minutes and hundreds of compiles, with other processes, among them Ray workers one
+of which a test kills, writing to the same directory); the cause is not pinned down, and
+the in-process jit caches give the test process what it needs.
 """
 import os
 import tempfile
@@ -12,6 +17,4 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-_CACHE = os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))
-jax.config.update("jax_compilation_cache_dir", _CACHE)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))

@@ -9,6 +9,7 @@ the main test process. Run it alone with ``python -m pytest tests/ray_isolated.p
 """
 import os
 import signal
+import tempfile
 import threading
 import time
 
@@ -30,7 +31,9 @@ def local_results(tmp_path_factory):
 def ray_instance():
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": os.environ["E2D_JAX_CACHE_DIR"]}})
+                 # Workers get a cache of their own: one of them is killed part-way, possibly
+                 # while writing a cache entry, and the CLI subprocesses share the session's.
+                 runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": tempfile.mkdtemp(prefix="e2d_jax_ray_cache_")}})
     except Exception as err:  # noqa: BLE001 - a sandbox without shared memory or local ports
         pytest.skip(f"this machine cannot start a local Ray instance: {type(err).__name__}: {err}")
     yield ray
