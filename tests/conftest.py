@@ -7,8 +7,11 @@ one directory per test session (``E2D_JAX_CACHE_DIR``, which the CLI reads). The
 process itself does not use that cache: in three CI-like runs (clean clone, ``.ci/run``) it
 crashed inside XLA (SIGABRT once, SIGSEGV twice, each in ``_compile_and_write_cache`` after
 about 40 minutes and hundreds of compiles, with other processes, among them Ray workers one
-of which a test kills, writing to the same directory); the cause is not pinned down, and
-the in-process jit caches give the test process what it needs.
+of which a test kills, writing to the same directory); the cause is not pinned down. A
+likely one: JAX writes a cache entry with a plain ``write_bytes``, so a process killed
+mid-write leaves a truncated entry that another process then loads; the tests that kill or
+interrupt a process now give it a cache directory of its own. The in-process jit caches
+give the test process what it needs.
 """
 import os
 import tempfile

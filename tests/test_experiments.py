@@ -106,12 +106,22 @@ grid = { eps2_scale = [0.5, 1.0] }
 """
 
 
+def _private_cache_env(tmp_path):
+    """The environment for a CLI process that a test kills or interrupts: no forced devices,
+    and a compilation cache of its own. JAX writes a cache entry with a plain write_bytes, so
+    a process killed mid-write leaves a truncated entry, which must not reach the session's
+    shared cache (other processes would load it)."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["E2D_JAX_CACHE_DIR"] = str(tmp_path / "jax-cache")
+    return env
+
+
 def test_sigkill_then_resume_is_bit_identical(tmp_path):
     """A sweep killed with SIGKILL part-way and resumed gives per-seed results bit-identical to
     an uninterrupted run; nothing is lost or duplicated and half-written files are ignored."""
     spec_path = tmp_path / "kill.toml"
     spec_path.write_text(KILL_SPEC)
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = _private_cache_env(tmp_path)
     cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec_path), "--quiet", "--host-devices", "1"]
     killed, full = tmp_path / "killed", tmp_path / "full"
     proc = subprocess.Popen(cmd + ["--out", str(killed)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -192,7 +202,7 @@ def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(tmp_path):
     and the finished chunk files are kept and valid."""
     spec_path = tmp_path / "int.toml"
     spec_path.write_text(KILL_SPEC)
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = _private_cache_env(tmp_path)
     out = tmp_path / "int"
     cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec_path), "--quiet", "--host-devices", "1",
            "--out", str(out)]
