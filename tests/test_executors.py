@@ -2,12 +2,9 @@
 tables; any chunk size gives the same bits; the Ray executor fails fast with a message when no
 head answers. The Ray cases that start a local Ray instance (2 workers: the local executor's
 results bit for bit, a worker killed part-way, resources no node offers) run in a fresh
-process, ``tests/ray_isolated.py``, and this file never imports Ray. In two CI-like runs the
-test process, with Ray's extension module loaded into it, crashed later inside XLA's compiler
-(SIGABRT in one run, SIGSEGV in the other, each in a compile long after the Ray tests); the
-mechanism is not pinned down (Ray's native module exports its own abseil and protobuf
-symbols), and a test process that never loads Ray avoids it. A Ray driver also installs its
-own fatal-signal handlers (which hid the first crash's traceback)."""
+process, ``tests/ray_isolated.py``, and this file never imports Ray: a Ray driver installs
+its own fatal-signal handlers (so a later crash of the test process printed no traceback)
+and keeps native threads after ``ray.shutdown()``; the test process should carry neither."""
 import importlib.util
 import os
 import pathlib
