@@ -29,7 +29,8 @@ finished but some seeds had non-finite decisions: those seeds are *invalid*, lef
 means (``seeds_invalid`` in ``summary.json``) and reported on stderr.
 
 Compiled rollouts are cached on disk (JAX's persistent compilation cache, in
-``$E2D_JAX_CACHE_DIR`` or ``~/.cache/e2d_jax/jax``), so a repeated command compiles less.
+``$E2D_JAX_CACHE_DIR`` or ``~/.cache/e2d_jax/jax``; ``E2D_JAX_CACHE_DIR=off`` turns it off), so
+a repeated command compiles less.
 """
 from __future__ import annotations
 
@@ -171,7 +172,17 @@ def _setup_jax(args) -> None:
 
     if getattr(args, "x64", False):
         jax.config.update("jax_enable_x64", True)
+    _enable_compilation_cache()
+
+
+def _enable_compilation_cache() -> None:
+    """Point JAX's persistent compilation cache at ``$E2D_JAX_CACHE_DIR`` (default
+    ``~/.cache/e2d_jax/jax``); ``E2D_JAX_CACHE_DIR=off`` leaves it disabled."""
+    import jax
+
     path = os.environ.get("E2D_JAX_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "e2d_jax", "jax")
+    if path.strip().lower() == "off":
+        return
     try:
         os.makedirs(path, exist_ok=True)
         jax.config.update("jax_compilation_cache_dir", path)

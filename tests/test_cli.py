@@ -36,6 +36,20 @@ def test_run_writes_results_summary_and_plot(tmp_path):
     before = chunk.stat().st_mtime_ns
     assert cli.main(args) == 0
     assert chunk.stat().st_mtime_ns == before
+    # The test process never switches JAX's persistent cache on (see conftest).
+    import jax
+
+    assert jax.config.jax_compilation_cache_dir is None
+
+
+@pytest.mark.parametrize("value, expected", [("off", "None"), ("OFF", "None"), ("{tmp}", "{tmp}")])
+def test_cache_dir_env_sets_or_turns_off_the_persistent_cache(tmp_path, value, expected):
+    code = ("from e2d_jax import cli; cli._enable_compilation_cache(); import jax; "
+            "print(jax.config.jax_compilation_cache_dir)")
+    env = dict(os.environ, E2D_JAX_CACHE_DIR=value.format(tmp=tmp_path / "c"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected.format(tmp=tmp_path / "c")
 
 
 @pytest.mark.parametrize("args, needle", [

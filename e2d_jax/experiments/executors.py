@@ -230,7 +230,7 @@ def _ray_task(spec_dict: dict, out: str, digest: str, code: str, block: int, x64
     spec = SweepSpec.from_dict(spec_dict)
     jax.config.update("jax_enable_x64", x64)
     cache = os.environ.get("E2D_JAX_CACHE_DIR")
-    if cache:
+    if cache and cache.strip().lower() != "off":
         jax.config.update("jax_compilation_cache_dir", cache)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
     wanted = set(uids)
