@@ -91,8 +91,11 @@ def _time_part(fn, args, inner=20, repeats=5):
     outputs (through a zero-valued term on the first floating argument) and PRNG keys are
     folded with the loop index, so XLA can neither hoist the call, or its random numbers, out
     of the loop nor drop it."""
-    first = next(i for i, a in enumerate(args) if jnp.issubdtype(jnp.asarray(a).dtype, jnp.floating))
-    is_key = [jnp.issubdtype(jnp.asarray(a).dtype, jax.dtypes.prng_key) for a in args]
+    def kind(a, dtype):  # pytree arguments (e.g. a WarmStart) count as neither
+        return not isinstance(a, tuple) and jnp.issubdtype(jnp.asarray(a).dtype, dtype)
+
+    first = next(i for i, a in enumerate(args) if kind(a, jnp.floating))
+    is_key = [kind(a, jax.dtypes.prng_key) for a in args]
 
     def loop(*args):
         def body(i, carry):
