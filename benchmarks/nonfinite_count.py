@@ -12,7 +12,7 @@ Families (all through the registry's builders, instance seeds 0..I-1):
   finite:  finite-mab, finite-revealing (their agents are ~100x slower: fewer seed-rounds).
 
 Run:  python benchmarks/nonfinite_count.py [--seed-rounds 10000000] [--finite-seed-rounds 200000]
-                                           [--json out.json]
+                                           [--only linear|finite] [--families LABEL,...] [--json out.json]
 
 Prints one line per (family, agent): seed-rounds run, non-finite rounds, invalid seeds.
 """
@@ -67,21 +67,34 @@ def main():
     p.add_argument("--seed-rounds", type=int, default=10_000_000, help="per linear (family, agent)")
     p.add_argument("--finite-seed-rounds", type=int, default=200_000, help="per finite (family, agent)")
     p.add_argument("--only", choices=["linear", "finite"], default=None)
-    p.add_argument("--json", default=None)
+    p.add_argument("--families", default=None,
+                   help="comma-separated family labels to run (default all), e.g. semi-bandit-d3-K10,mab-K10")
+    p.add_argument("--json", default=None, help="rows written after every family (a stopped run keeps them)")
     args = p.parse_args()
-    rows = []
+    todo = []
     if args.only in (None, "linear"):
-        for env_name, d, k, n in LINEAR:
-            rows += run(env_name, d, k, n, LINEAR_AGENTS, args.seed_rounds)
+        todo += [(env_name, d, k, n, LINEAR_AGENTS, args.seed_rounds) for env_name, d, k, n in LINEAR]
     if args.only in (None, "finite"):
-        for env_name, k, n in FINITE:
-            rows += run(env_name, None, k, n, FINITE_AGENTS, args.finite_seed_rounds)
+        todo += [(env_name, None, k, n, FINITE_AGENTS, args.finite_seed_rounds) for env_name, k, n in FINITE]
+    if args.families:
+        wanted = set(args.families.split(","))
+        unknown = wanted - {family_label(*t[:3]) for t in todo}
+        if unknown:
+            p.error(f"--families: unknown {sorted(unknown)}; known: {[family_label(*t[:3]) for t in todo]}")
+        todo = [t for t in todo if family_label(*t[:3]) in wanted]
+    rows = []
+    for t in todo:
+        rows += run(*t)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"rows": rows, "machine": platform.platform()}, f, indent=1)
     total = sum(r["nonfinite_rounds"] for r in rows)
     print(f"total: {sum(r['seed_rounds'] for r in rows):,d} seed-rounds, {total} non-finite rounds "
           f"({platform.processor() or platform.machine()})")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rows": rows, "machine": platform.platform()}, f, indent=1)
+
+
+def family_label(env_name, d, arms) -> str:
+    return env_name + (f"-d{d}" if d else "") + f"-K{arms}"
 
 
 if __name__ == "__main__":
