@@ -1,5 +1,5 @@
 """Rollouts: one run is a ``lax.scan`` over rounds; seeds are ``vmap``-ed, ``CPU_LANES`` (64)
-per compiled call and device, each seed with its own copy of the instance; several devices
+trajectories per compiled call and device (see ``lanes_for``), each seed with its own copy of the instance; several devices
 each run the one-device program on their share (:class:`PerDeviceRollout`); instances and
 hyperparameter grids are further ``vmap``-ed axes of the same compiled function. A seed's
 bits therefore do not depend on the seeds, chunks or devices beside it (see ``CPU_LANES``).
@@ -357,25 +357,33 @@ class PerDeviceRollout:
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=self.seed_axis), *outs)
 
 
-#: Seeds per compiled call and device on CPUs. Every call of :func:`simulate` runs exactly
-#: this many seeds on each device (the last group is padded), so every seed is computed by the
-#: same program whatever the number of seeds, the chunk size or the device count. That is
-#: what makes per-seed results the same bits in every layout: XLA's CPU code for a batch
-#: depends on the batch's size (measured: Anytime-E2D's DEC value differed by one ulp between
-#: batches of 4 or 8 and batches of 1, 2, 3, 6 or 12 seeds at d=6, K=4). The width trades
-#: the E2D agents (the expensive ones) against the cheap baselines and the padding of small
-#: runs. Measured on the 2-core CPU, Exp. 1 shape, 2,048 seeds (seed-rounds/s at 64 / 256 /
-#: 1,024 lanes): Anytime-E2D 50k / 46k / 48k, UCB 567k / 597k / 620k, TS 417k / 804k / 735k.
-#: 64 keeps the E2D agents at their best and a 12-seed test run at 5x, not 20x, padding; TS
-#: pays for it.
+#: Trajectories per compiled call and device on CPUs: seeds x instances x hyperparameter
+#: cells. A call gives every device ``lanes_for(device, per_seed)`` seeds, where ``per_seed``
+#: is the number of trajectories one seed stands for (instances x cells; 1 for a plain run), so
+#: a sweep's batch of 20 instances x 8 cells runs 1 seed per device and call, not 64. Every
+#: call of :func:`simulate` runs exactly that many seeds on each device (the last group is
+#: padded), so every seed is computed by the same program whatever the number of seeds, the
+#: chunk size or the device count. That is what makes per-seed results the same bits in every
+#: layout: XLA's CPU code for a batch depends on the batch's size (measured: Anytime-E2D's DEC
+#: value differed by one ulp between batches of 4 or 8 and batches of 1, 2, 3, 6 or 12 seeds
+#: at d=6, K=4). Measured on the 2-core CPU, Exp. 1 shape, plain runs of 2,048 seeds
+#: (seed-rounds/s at 64 / 256 / 1,024 lanes): Anytime-E2D 50k / 46k / 48k, UCB 567k / 597k /
+#: 620k, TS 417k / 804k / 735k. Batches of 20 instances x 8 cells, n = 2000, 2 devices
+#: (a sensitivity sweep unit): 160 / 640 / 2,560 / 5,120 trajectories per device and call
+#: gave 171k / 143k / 138k / 55k seed-rounds/s; the cliff past a few thousand is why the width
+#: counts trajectories. 64 keeps the E2D agents at their best and a 12-seed test run at 5x,
+#: not 20x, padding; TS pays for it.
 CPU_LANES = 64
 #: The same on accelerators, which need wide batches to be busy.
 ACCELERATOR_LANES = 2048
 
 
-def lanes_for(device) -> int:
-    """Seeds per compiled call on ``device`` (``CPU_LANES`` or ``ACCELERATOR_LANES``)."""
-    return CPU_LANES if device.platform == "cpu" else ACCELERATOR_LANES
+def lanes_for(device, per_seed: int = 1) -> int:
+    """Seeds per compiled call on ``device``: ``CPU_LANES`` (or ``ACCELERATOR_LANES``)
+    trajectories divided among the ``per_seed`` trajectories (instances x cells) of one seed,
+    at least 1."""
+    lanes = CPU_LANES if device.platform == "cpu" else ACCELERATOR_LANES
+    return max(1, lanes // max(1, int(per_seed)))
 
 
 _COMPILED: "collections.OrderedDict" = collections.OrderedDict()
@@ -459,7 +467,8 @@ def simulate(
       batch_size: accepted for compatibility; it changes nothing. Every compiled call runs
         ``lanes`` seeds per device (the last call padded; the padding is run and discarded),
         so results, memory and the compile do not depend on it.
-      lanes: seeds per call and device (default :func:`lanes_for`: ``CPU_LANES`` on CPU).
+      lanes: seeds per call and device (default :func:`lanes_for`: ``CPU_LANES`` trajectories
+        on CPU, divided among the instances x cells of one seed).
         Per-seed results are the same bits for every number of seeds, ``first_seed`` and
         device count at one ``lanes`` value; another value may change the last bits.
       first_seed: index of the first seed.
@@ -485,11 +494,15 @@ def simulate(
         V.check_int("batch_size", batch_size, minimum=1)
     device_list = list(devices) if devices is not None else jax.devices()
     n_dev = len(device_list)
-    width = lanes_for(device_list[0]) if lanes is None else V.check_int("lanes", lanes, minimum=1)
-    batch = width * n_dev  # seeds per call: `width` on every device
     dtype = jnp.result_type(*[x for x in jax.tree_util.tree_leaves(env_params)
                               if jnp.issubdtype(jnp.result_type(x), jnp.floating)][:1] or [jnp.float32])
-    hp, _ = _hparams_arrays(hparams, dtype)
+    hp, n_cells = _hparams_arrays(hparams, dtype)
+    n_inst = int(np.shape(jax.tree_util.tree_leaves(env_params)[0])[0]) if instances else 1
+    if lanes is None:
+        width = lanes_for(device_list[0], max(1, n_cells) * n_inst)
+    else:
+        width = V.check_int("lanes", lanes, minimum=1)
+    batch = width * n_dev  # seeds per call: `width` on every device
     indices = np.arange(first_seed, first_seed + num_seeds)
     n_batches = int(math.ceil(num_seeds / batch))
     # Pad by repeating the seed indices cyclically (the padding is run and discarded).

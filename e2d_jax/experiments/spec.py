@@ -10,7 +10,8 @@ executor may run any unit in any order and get the same bits, and a resumed swee
 the units whose files are missing.
 
 Chunk size (seeds per unit): by default the largest multiple of the seeds one compiled call
-runs (:func:`default_block`: 64 per CPU device) that keeps a unit at most
+runs (:func:`default_block`: 64 trajectories per CPU device, divided among the agent's cells x
+instances) that keeps a unit at most
 ``MAX_TRAJECTORIES`` trajectories (cells x instances x seeds) and at most ``MAX_SEEDS_PER_UNIT``
 seeds (one block if even that is more), so memory stays bounded whatever the sweep's size and
 a killed run loses at most one unit's work per agent; ``chunk_size`` overrides it. The layout
@@ -158,13 +159,15 @@ class SweepSpec:
         return min(self.record_every or max(1, self.horizon // 200), self.horizon)
 
     def chunk(self, agent: AgentEntry, block: int | None = None) -> int:
-        """Seeds per unit for ``agent`` (see the module docstring): a multiple of ``block``
-        (the seeds one compiled call runs, :func:`default_block`) unless the sweep has fewer
-        seeds or ``chunk_size`` says otherwise."""
+        """Seeds per unit for ``agent`` (see the module docstring): a multiple of the seeds one
+        compiled call runs, ``block`` (:func:`default_block`, in trajectories) divided among the
+        agent's cells x instances, unless the sweep has fewer seeds or ``chunk_size`` says
+        otherwise."""
         if self.chunk_size is not None:
             return min(self.chunk_size, self.seeds)
         block = default_block() if block is None else block
         per = agent.num_cells * len(self.instance_seeds)
+        block = max(1, block // per)  # seeds per call: the block counts trajectories
         size = max(1, min(MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // per))
         return min(self.seeds, max(block, size // block * block))
 
@@ -208,8 +211,9 @@ class Unit(NamedTuple):
 
 
 def default_block() -> int:
-    """Seeds one compiled call runs on this machine: ``simulate.lanes_for`` its first device
-    times its device count. Chunks are multiples of it, so no call runs mostly padding."""
+    """Trajectories one compiled call runs on this machine: ``simulate.lanes_for`` its first
+    device times its device count. Chunks are multiples of the seeds that stand for them, so no
+    call runs mostly padding."""
     import jax
 
     from e2d_jax.simulate import lanes_for
