@@ -217,3 +217,28 @@ def test_linear_baselines_do_play_the_revealing_action():
         plays = np.asarray(counts)[:, 9]
         assert plays.sum() > 0
         assert plays.mean() < 30  # rarely: well under 10% of the rounds
+
+
+def test_agent_lambda_search_is_not_trapped_in_a_local_basin():
+    """The agent's global search seeds its first chunk with the last round's lam*. On the
+    two-basin problem of ``test_dec_finite.py`` (v(lam) has local minima at lam ~ 0.12,
+    v = 0.1709, and lam ~ 0.5-1.3, v = 0.2282), a seed in the wrong basin must not keep the
+    agent there: from every seed the round's answer is in the left basin and, carrying
+    lam* from round to round as ``act`` does, within the agent's tolerance of the global
+    minimum by the third round; the recorded gap always covers the distance to it."""
+    gaps = np.array([[0.1744, 0.467, 0.0536, 0.1973], [0.0, 0.4569, 0.94, 0.1531], [0.0, 0.3158, 0.7471, 0.8426]])
+    info = np.array([[0.0, 2.7515, 0.0, 1.0333], [0.0, 0.4847, 0.718, 0.1167], [0.0, 0.8362, 0.3864, 0.0]])
+    eps2 = 0.17
+    ref, _ = acdec_lp_grid(gaps, info, eps2, num=400)
+    g, i = jnp.asarray(gaps, jnp.float32), jnp.asarray(info, jnp.float32)
+    search = jax.jit(lambda state: agents.global_search(g, i, jnp.float32(eps2), agents.AGENT_SOLVER, state))
+    for seed_lam in (0.0, 0.5, 0.9, 1.3, 3.0):
+        state = agents.E2DState(ewa=None, mu=jnp.full((3,), 1 / 3, jnp.float32), omega=jnp.full((4,), 0.25, jnp.float32),
+                                lam=jnp.float32(seed_lam))
+        for rnd in range(3):
+            res, lam = search(state)
+            state = state._replace(mu=res.mu, omega=res.omega, lam=lam)
+            assert float(res.lam) < 0.3, (seed_lam, rnd, float(res.lam))
+            assert float(res.value) <= 1.2 * ref and float(res.lower_bound) <= ref * (1 + 1e-5)
+            assert float(res.value) - ref <= float(res.gap) * (1 + 1e-5) + 1e-6
+        assert float(res.value) <= ref * (1 + agents.AGENT_SOLVER.rtol), (seed_lam, float(res.value), ref)

@@ -299,12 +299,20 @@ def _interval_bounds(lams, lowers, g_om, i_om, eps2):
     return order, sl, bounds
 
 
-def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), mu0=None, omega0=None) -> DecResult:
+def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), mu0=None, omega0=None,
+                lam_hint=None) -> DecResult:
     """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
 
     See the module docstring. Returns a DecResult whose ``value`` = max_g mu (Delta - lam I)
     e_g + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` certified over all
     lam >= 0, ``omega`` the game's max-player mixture at the chosen lam (a warm start).
+
+    ``lam_hint`` (optional, may be traced): where lam* probably is (an agent's previous
+    lam*). When it is > 0 the first chunk of ``lam_refine`` (>= 5) points becomes lam = 0,
+    hint * {0.8, 1, 1.25} (clipped to the proven range) and ``lam_refine - 4`` geometric points
+    spanning the whole range [hi * lam_lo_ratio, hi], so a basin away from the hint is still
+    sampled and the branch and bound (and the certificate) still cover every lam >= 0; when it
+    is <= 0, or ``lam_refine < 5``, the search is the plain one.
     """
     k, m = gaps.shape
     dtype = gaps.dtype
@@ -329,6 +337,12 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     lo = rng.hi * config.lam_lo_ratio
     grid = lo * (rng.hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
     first = jnp.concatenate([jnp.zeros((1,), dtype), grid])
+    if lam_hint is not None and p >= 5:
+        hint = jnp.asarray(lam_hint, dtype)
+        near = jnp.clip(hint * jnp.asarray([0.8, 1.0, 1.25], dtype), lo, rng.hi)
+        coarse = lo * (rng.hi / lo) ** (jnp.arange(p - 4, dtype=dtype) / max(p - 5, 1))
+        hinted = jnp.concatenate([jnp.zeros((1,), dtype), near, coarse])
+        first = first.at[:p].set(jnp.where(hint > 0, hinted, first[:p]))
 
     def put(buf, new, start):
         return lax.dynamic_update_slice_in_dim(buf, new.astype(buf.dtype), start, axis=0)
