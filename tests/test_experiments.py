@@ -203,7 +203,10 @@ def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(tmp_path):
     """SIGINT (Ctrl-C) part-way: exit status 130, one message naming --resume, no traceback,
     and the finished chunk files are kept and valid."""
     spec_path = tmp_path / "int.toml"
-    spec_path.write_text(KILL_SPEC)
+    # 120 units, so the interrupt lands mid-run: a unit of 8 seeds x 4 trajectories takes a
+    # fraction of a second once compiled, and 12 units could all finish between the first
+    # chunk file appearing and the signal on a busy machine.
+    spec_path.write_text(KILL_SPEC.replace("seeds = 96", "seeds = 960"))
     env = _private_cache_env(tmp_path)
     out = tmp_path / "int"
     cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec_path), "--quiet", "--host-devices", "1",
@@ -222,3 +225,4 @@ def test_ctrl_c_keeps_finished_chunks_and_says_how_to_resume(tmp_path):
     assert "--resume" in err and "Traceback" not in err
     kept = list(chunk_dir.glob("chunk*.npz"))
     assert kept and all(np.load(p)["regret"].size > 0 for p in kept)
+    assert len(kept) < 120 and not (out / "summary.json").exists()
