@@ -64,11 +64,13 @@ def measure(agent, params, seeds, horizon, repeats):
 # The breakdown: where one seed-round's time goes, and how far each part is from the limit
 
 
-def matmul_rate(n=2048, repeats=5):
-    """The machine's measured float32 matrix-multiply rate (FLOP/s): one n x n product,
-    median of ``repeats`` calls, all of the device's cores (XLA's own thread pool)."""
+def matmul_rate(n=None, repeats=5):
+    """The machine's measured float32 matrix-multiply rate (FLOP/s): one n x n product
+    (n = 2048 on a CPU, 8192 on an accelerator), full float32 precision (no TF32), median of
+    ``repeats`` calls, all of the device's cores (XLA's own thread pool)."""
+    n = n or (2048 if jax.devices()[0].platform == "cpu" else 8192)
     a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-    f = jax.jit(lambda x, y: x @ y)
+    f = jax.jit(lambda x, y: jnp.matmul(x, y, precision=lax.Precision.HIGHEST))
     jax.block_until_ready(f(a, a))
     times = []
     for _ in range(repeats):
@@ -300,13 +302,21 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seeds", default="1,100,1000,10000")
     ap.add_argument("--shapes", default="exp1,exp2")
+    ap.add_argument("--agents", default="anytime-e2d,e2d",
+                    help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas)")
     ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
     ap.add_argument("--breakdown-only", action="store_true", help="skip the throughput table")
-    ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: CPU_LANES)")
+    ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: simulate.lanes_for(device): 64 on a CPU, 2048 on a GPU)")
     ap.add_argument("--finite", default="finite-mab,finite-revealing", help="finite classes in the breakdown")
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", default=None, help="written after every row (a stopped run keeps what it measured)")
     args = ap.parse_args()
     args.breakdown = args.breakdown or args.breakdown_only
+
+    def dump():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=2)
+
     report = {"device": str(jax.devices()), "platform": platform.platform(), "jax": jax.__version__,
               "horizon": args.horizon, "rows": [], "breakdown": {}}
     print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}  horizon {args.horizon}")
@@ -314,31 +324,35 @@ def main():
     for shape in ([] if args.breakdown_only else args.shapes.split(",")):
         d, k = SHAPES[shape]
         params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
-        for name, agent in (("anytime-e2d", anytime_e2d()), ("e2d", fixed_horizon_e2d(horizon=args.horizon))):
+        agents = {"anytime-e2d": lambda: anytime_e2d(), "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon),
+                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_BUDGET)}
+        for name in args.agents.split(","):
+            agent = agents[name]()
             for s in (int(x) for x in args.seeds.split(",")):
                 r = measure(agent, params, s, args.horizon, args.repeats)
                 r.update(shape=shape, agent=name)
                 report["rows"].append(r)
+                dump()
                 print(f"{shape:6s} {name:12s} {s:6d} {r['compile_s']:9.2f} {r['run_s']:9.3f} "
                       f"{r['seed_rounds_per_s']:14,.0f}", flush=True)
     if args.breakdown:
-        from e2d_jax.simulate import CPU_LANES
+        from e2d_jax.simulate import lanes_for
 
         rate = matmul_rate()
         report["matmul_flops_per_s"] = rate
-        batch = args.breakdown_batch or CPU_LANES
+        batch = args.breakdown_batch or lanes_for(jax.devices()[0])
         print(f"breakdown: {batch} seeds in one call on one device; float32 matmul rate {rate / 1e9:.1f} GFLOP/s")
         for shape in args.shapes.split(","):
             rows = breakdown_linear(shape, rate, batch)
             report["breakdown"][f"anytime-e2d {shape}"] = rows
+            dump()
             print_breakdown(f"Anytime-E2D, {shape} shape (d={SHAPES[shape][0]}, K={SHAPES[shape][1]})", rows)
         for env_name in args.finite.split(",") if args.finite else ():
             rows = breakdown_finite(env_name, rate, batch)
             report["breakdown"][f"anytime-e2d {env_name}"] = rows
+            dump()
             print_breakdown(f"Anytime-E2D, {env_name} (EWA)", rows)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
+    dump()
 
 
 if __name__ == "__main__":
