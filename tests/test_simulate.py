@@ -178,3 +178,18 @@ def test_one_corrupted_instance_spoils_no_other_seed():
     assert np.all(np.asarray(spoiled.result.nonfinite_rounds)[1] > 0)
     np.testing.assert_array_equal(spoiled.result.regret[0], clean.result.regret[0])
     np.testing.assert_array_equal(spoiled.result.action_counts[0], clean.result.action_counts[0])
+
+
+def test_call_width_counts_trajectories_per_platform():
+    """``lanes_for``: a call holds CPU_LANES (ACCELERATOR_LANES) trajectories, shared among a
+    seed's instances x cells, at least one seed."""
+    from types import SimpleNamespace
+
+    from e2d_jax.simulate import ACCELERATOR_LANES, CPU_LANES, lanes_for
+
+    cpu, gpu = SimpleNamespace(platform="cpu"), SimpleNamespace(platform="gpu")
+    assert lanes_for(cpu) == CPU_LANES and lanes_for(gpu) == ACCELERATOR_LANES
+    assert lanes_for(cpu, 160) == 1  # a sensitivity unit: 20 instances x 8 cells
+    assert lanes_for(gpu, 160) == ACCELERATOR_LANES // 160
+    assert lanes_for(gpu, 160) * 160 <= ACCELERATOR_LANES < (lanes_for(gpu, 160) + 1) * 160
+    assert lanes_for(gpu, 10 * ACCELERATOR_LANES) == 1
