@@ -12,7 +12,8 @@ Families (all through the registry's builders, instance seeds 0..I-1):
   finite:  finite-mab, finite-revealing (their agents are ~100x slower: fewer seed-rounds).
 
 Run:  python benchmarks/nonfinite_count.py [--seed-rounds 10000000] [--finite-seed-rounds 200000]
-                                           [--only linear|finite] [--families LABEL,...] [--json out.json]
+                                           [--only linear|finite] [--families LABEL,...] [--agents NAME,...]
+                                           [--json out.json]
 
 Prints one line per (family, agent): seed-rounds run, non-finite rounds, invalid seeds.
 """
@@ -69,6 +70,7 @@ def main():
     p.add_argument("--only", choices=["linear", "finite"], default=None)
     p.add_argument("--families", default=None,
                    help="comma-separated family labels to run (default all), e.g. semi-bandit-d3-K10,mab-K10")
+    p.add_argument("--agents", default=None, help="comma-separated agent names to run (default all), e.g. ucb,ts")
     p.add_argument("--json", default=None, help="rows written after every family (a stopped run keeps them)")
     args = p.parse_args()
     todo = []
@@ -82,6 +84,12 @@ def main():
         if unknown:
             p.error(f"--families: unknown {sorted(unknown)}; known: {[family_label(*t[:3]) for t in todo]}")
         todo = [t for t in todo if family_label(*t[:3]) in wanted]
+    if args.agents:
+        names = set(args.agents.split(","))
+        known = {n for t in todo for n, _ in t[4]}
+        if names - known:
+            p.error(f"--agents: unknown {sorted(names - known)}; known: {sorted(known)}")
+        todo = [t[:4] + ([a for a in t[4] if a[0] in names],) + t[5:] for t in todo]
     rows = []
     for t in todo:
         rows += run(*t)
