@@ -379,7 +379,8 @@ CPU_LANES = 64
 #: 32,768 seeds per call ran 2.4M / 26.5M seed-rounds/s on the Exp. 1 shape (a call's time is
 #: nearly flat: the rounds are launch-latency bound) and 2.0M / 4.3M on Exp. 2 (d = 30),
 #: UCB 11.5M / 243M. Small runs pay for the padding (a 1,000-seed Exp. 2 run takes ~7x
-#: longer than at 2,048 lanes: seconds), sweeps gain 2-11x.
+#: longer than at 2,048 lanes: seconds); large runs gain what one wide call gains, 2-11x
+#: (measured per call, not yet end to end through a sweep at this width).
 ACCELERATOR_LANES = 32768
 
 
