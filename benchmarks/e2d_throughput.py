@@ -306,7 +306,7 @@ def main():
                     help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas)")
     ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
     ap.add_argument("--breakdown-only", action="store_true", help="skip the throughput table")
-    ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: simulate.lanes_for(device): 64 on a CPU, 2048 on a GPU)")
+    ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: simulate.lanes_for(device): CPU_LANES or ACCELERATOR_LANES)")
     ap.add_argument("--finite", default="finite-mab,finite-revealing", help="finite classes in the breakdown")
     ap.add_argument("--json", default=None, help="written after every row (a stopped run keeps what it measured)")
     args = ap.parse_args()
