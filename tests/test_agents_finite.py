@@ -122,7 +122,7 @@ def test_mixture_estimate_adds_the_reference_model():
     agent = agents.anytime_e2d(estimate="mixture")
     state = agent.init(jax.random.key(0), params.model)
     assert state.omega.shape == (6,), "the max player's models are M plus f_hat"
-    g, info = agents._matrices(jax.random.key(1), state, params.model, "delta", "mixture")
+    g, info, _ = agents._matrices(jax.random.key(1), state, params.model, "delta", "mixture")
     assert g.shape == (3, 6)
     assert np.all(np.asarray(info[:, -1]) == 0.0)
 
@@ -220,7 +220,7 @@ def test_linear_baselines_do_play_the_revealing_action():
 
 
 def test_agent_lambda_search_is_not_trapped_in_a_local_basin():
-    """The agent's global search seeds its first chunk with the last round's lam*. On the
+    """The plain global search (no memory) seeds its first chunk with the last round's lam*. On the
     two-basin problem of ``test_dec_finite.py`` (v(lam) has local minima at lam ~ 0.12,
     v = 0.1709, and lam ~ 0.5-1.3, v = 0.2282), a seed in the wrong basin must not keep the
     agent there: from every seed the round's answer is in the left basin and, carrying
@@ -231,7 +231,7 @@ def test_agent_lambda_search_is_not_trapped_in_a_local_basin():
     eps2 = 0.17
     ref, _ = acdec_lp_grid(gaps, info, eps2, num=400)
     g, i = jnp.asarray(gaps, jnp.float32), jnp.asarray(info, jnp.float32)
-    search = jax.jit(lambda state: agents.global_search(g, i, jnp.float32(eps2), agents.AGENT_SOLVER, state))
+    search = jax.jit(lambda state: agents.global_search(g, i, jnp.float32(eps2), agents.PLAIN_AGENT_SOLVER, state))
     for seed_lam in (0.0, 0.5, 0.9, 1.3, 3.0):
         state = agents.E2DState(ewa=None, mu=jnp.full((3,), 1 / 3, jnp.float32), omega=jnp.full((4,), 0.25, jnp.float32),
                                 lam=jnp.float32(seed_lam))
@@ -241,4 +241,71 @@ def test_agent_lambda_search_is_not_trapped_in_a_local_basin():
             assert float(res.lam) < 0.3, (seed_lam, rnd, float(res.lam))
             assert float(res.value) <= 1.2 * ref and float(res.lower_bound) <= ref * (1 + 1e-5)
             assert float(res.value) - ref <= float(res.gap) * (1 + 1e-5) + 1e-6
-        assert float(res.value) <= ref * (1 + agents.AGENT_SOLVER.rtol), (seed_lam, float(res.value), ref)
+        assert float(res.value) <= ref * (1 + agents.PLAIN_AGENT_SOLVER.rtol), (seed_lam, float(res.value), ref)
+
+
+def test_memory_search_is_not_trapped_in_a_local_basin():
+    """The default search remembers each model's games between rounds. On the two-basin problem
+    above, a memory filled at other radii (eps^2 = 0.02 and 1.0, whose minimisers lie
+    elsewhere, and with games only in the right basin) must not keep the answer out of the
+    left basin at eps^2 = 0.17: within three rounds the answer is within the agent's tolerance
+    of the global minimum, every round's certificate brackets the reference, and the memory
+    keeps the first grid and at most ``memory`` refinement points."""
+    gaps = np.array([[0.1744, 0.467, 0.0536, 0.1973], [0.0, 0.4569, 0.94, 0.1531], [0.0, 0.3158, 0.7471, 0.8426]])
+    info = np.array([[0.0, 2.7515, 0.0, 1.0333], [0.0, 0.4847, 0.718, 0.1167], [0.0, 0.8362, 0.3864, 0.0]])
+    ref, _ = acdec_lp_grid(gaps, info, 0.17, num=400)
+    g, i = jnp.asarray(gaps, jnp.float32), jnp.asarray(info, jnp.float32)
+    cfg = agents.AGENT_SOLVER
+    search = jax.jit(lambda mem, e2: dec.solve_acdec_memory(g, i, e2, mem, cfg))
+    empty = dec.empty_memory(3, 4, cfg)
+    grid = -(-(cfg.lam_grid + 1) // cfg.lam_refine) * cfg.lam_refine
+    for warm_eps2 in (None, 0.02, 1.0):
+        mem = empty
+        if warm_eps2 is not None:
+            for _ in range(3):
+                _, mem = search(mem, jnp.float32(warm_eps2))
+        # Only games in the right basin, besides the grid: drop remembered points below 0.4.
+        lams = np.asarray(mem.lams)
+        mem = mem._replace(lams=jnp.where((jnp.arange(lams.size) >= grid) & (mem.lams < 0.4), jnp.inf, mem.lams))
+        for rnd in range(3):
+            res, mem = search(mem, jnp.float32(0.17))
+            assert float(res.lower_bound) <= ref * (1 + 1e-5), (warm_eps2, rnd)
+            assert float(res.value) - ref <= float(res.gap) * (1 + 1e-5) + 1e-6
+            assert np.sum(np.isfinite(np.asarray(mem.lams))) <= grid + cfg.memory
+            assert np.all(np.isfinite(np.asarray(mem.lams)[:grid])), "the first grid is kept"
+        assert float(res.lam) < 0.3, (warm_eps2, float(res.lam))
+        assert float(res.value) <= ref * (1 + cfg.rtol), (warm_eps2, float(res.value), ref)
+
+
+def test_memory_agent_certificates_bracket_the_reference_every_round():
+    """The default Anytime-E2D (per-model memory) over 25 rounds of a revealing class: every
+    round's value is the exact objective of mu_t (linprog), its certified lower bound is below
+    the ac-DEC reference and value - reference <= gap; the memory of the sampled model holds
+    what was solved for it (finite lams below the proven range's top are never lost)."""
+    params = finite.multi_armed_bandit_class(jax.random.key(3), 3, 6, sigma=0.5, true_model=2)
+    model = params.model
+    agent = agents.anytime_e2d(gaps="delta")
+    assert agents.uses_memory("sample", "global", agents.AGENT_SOLVER)
+    act, update = jax.jit(agent.act), jax.jit(agent.update)
+    observe = jax.jit(finite.observe)
+    key_init, key_rounds = jax.random.split(jax.random.key(4))
+    state = agent.init(key_init, model)
+    assert state.memory.lams.shape[0] == 6
+    rewards = np.asarray(model.rewards)
+    gaps = finite_gaps(rewards)
+    seen = set()
+    for t in range(1, 26):
+        key_act, key_obs = jax.random.split(jax.random.fold_in(key_rounds, t))
+        f = int(ewa.sample(jax.random.split(key_act)[0], state.ewa))
+        action, state, info = act(key_act, state, model)
+        kl = (rewards.T - rewards[f][:, None]) ** 2 / (2 * 0.25)
+        eps2 = math.log(6) / t
+        ref, _ = acdec_lp_grid(gaps, kl, eps2, num=120)
+        exact = constrained_objective_lp(np.asarray(state.mu), gaps, kl, eps2)
+        np.testing.assert_allclose(info.value, exact, rtol=1e-5, atol=1e-7)
+        assert float(info.value) - float(info.gap) <= ref * (1 + 1e-4) + 1e-7, t
+        assert exact - ref <= float(info.gap) * (1 + 1e-4) + 1e-6, t
+        mem_lams = np.asarray(state.memory.lams)
+        assert np.isfinite(mem_lams[f]).any() and all(np.isfinite(mem_lams[j]).any() for j in seen | {f})
+        seen.add(f)
+        state = update(state, action, observe(key_obs, params, action), model)

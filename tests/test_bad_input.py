@@ -58,6 +58,12 @@ CASES = [
     ("semi_bandit revealing index out of range", lambda: linear.semi_bandit(KEY, 3, 4, revealing_action=4),
      "revealing_action"),
     ("semi_bandit_authors d = 0", lambda: linear.semi_bandit_authors(KEY, 0, 4), "d"),
+    ("finite_class probability that rounds to 1 in float32",
+     lambda: e2d.finite.finite_class(np.zeros((2, 2)), e2d.finite.BernoulliObs(np.full((2, 2, 1), 1 - 1e-9)),
+                                     dtype="float32"), "obs.probs"),
+    ("finite_class sigma whose square underflows in float32",
+     lambda: e2d.finite.finite_class(np.zeros((2, 2)), e2d.finite.GaussianObs(np.zeros((2, 2, 1)), 1e-30),
+                                     dtype="float32"), "obs.sigma"),
     # agents
     ("anytime_e2d eps2_scale = 0", lambda: e2d.anytime_e2d(eps2_scale=0.0), "eps2_scale"),
     ("anytime_e2d eps2_scale NaN", lambda: e2d.anytime_e2d(eps2_scale=np.nan), "eps2_scale"),

@@ -11,9 +11,16 @@ Anytime-E2D (:func:`anytime_e2d`), round t:
    of Foster et al. (2023, footnote in the paper));
 2. compute Delta (or Delta_f) and I_{f_hat} (closed-form KL, ``e2d_jax.envs.finite``);
 3. mu_t = the ac-DEC solution for eps_t^2 = c log|M| / t (Section 'Anytime-E2D', the paper's
-   anytime choice for finite classes, c = ``eps2_scale`` = 1) by the certified branch-and-bound lambda search of
-   ``e2d_jax.dec.finite.solve_acdec`` with an agent budget (:data:`AGENT_SOLVER`: a coarse
-   global grid seeded by the last round's lam*, refined once, up to 16 matrix games a round). ``lam_search="track"`` is a
+   anytime choice for finite classes, c = ``eps2_scale`` = 1) by the certified branch-and-bound
+   lambda search of ``e2d_jax.dec.finite``. The games of that search, min_mu max_g mu (Delta -
+   lam I) e_g, depend on f_hat and lam but not on eps_t, and with a sampled f_hat they depend
+   on which model was sampled only; so the default search remembers, per model of the class,
+   the games it has solved (``solve_acdec_memory``, :data:`AGENT_SOLVER`): a model sampled
+   before starts from its remembered games at the new eps_t (at most one refinement chunk of
+   3 games a round), a model sampled for the first time from a 9-point grid over the proven
+   range. The certificate covers every lam >= 0 either way. With the mixture estimate (no
+   memory) the search is ``solve_acdec`` seeded by the last round's lam* (:data:`PLAIN_AGENT_SOLVER`,
+   up to 16 games a round). ``lam_search="track"`` is a
    cheaper option (lam = 0 and 5 points around the previous round's lam*(mu), 6 games a
    round; Theorem thm:worst-case allows any adapted lam_t) but it is a local search on a
    non-convex function: measured on the revealing class (50 seeds x 1000 rounds) it gave
@@ -60,20 +67,39 @@ from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent, E2DInfo
 GAPS = ("delta", "delta_f")
 ESTIMATES = ("sample", "mixture")
 
-#: The agents' solver budget: one chunk of 8 games (lam = 0, the last round's lam* x {0.8, 1,
-#: 1.25} and 4 geometric points over the proven range; the plain 7-point grid when there is no
-#: previous lam*), one branch-and-bound refinement of 8 games when that is not certified,
-#: games solved to 1e-3 in at most 8 interior-point iterations, stop at a certified 1e-2. The
-#: per-round certified gap is reported in the diagnostics. Measured (2-core CPU, 2 host
-#: devices, 256 seeds x 1000 rounds, instance 0, float32; a sweep ran beside it, so the speeds
-#: are ratios of one run): against the previous budget (the 7-point grid refined twice, 20
-#: iterations, no seed; up to 24 games) the regret is the same, 61.5 +- 1.9 vs 62.2 +- 1.9
-#: (finite-mab) and 45.9 +- 2.5 vs 45.9 +- 2.5 (finite-revealing), at 2.2x and 3.1x the
-#: seed-rounds/s (3,385 vs 1,523; 1,577 vs 507). Without the refinement round it is faster
-#: still (3.9x, 5.6x), but its regret on finite-mab moved (40.1 +- 2.0): a solver that
-#: changes the agent's behaviour is not the same algorithm made faster, so it is not used.
-AGENT_SOLVER = dec.FiniteSolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid=7, lam_refine=8, lam_rounds=1,
-                                candidates=4, maxiter=8)
+#: The budget of a search without memory (``estimate="mixture"``, the ``"track"`` mode's first
+#: search): one chunk of 8 games (lam = 0, the last round's lam* x {0.8, 1, 1.25} and 4
+#: geometric points over the proven range; the plain 7-point grid when there is no previous
+#: lam*), one branch-and-bound refinement of 8 games when that is not certified, games solved
+#: to 1e-3 in at most 8 interior-point iterations, stop at a certified 1e-2. The per-round
+#: certified gap is reported in the diagnostics. Measured (2-core CPU, 2 host devices, 256
+#: seeds x 1000 rounds, instance 0, float32; a sweep ran beside it, so the speeds are ratios of
+#: one run): against the previous budget (the 7-point grid refined twice, 20 iterations, no
+#: seed; up to 24 games) the regret is the same, 61.5 +- 1.9 vs 62.2 +- 1.9 (finite-mab) and
+#: 45.9 +- 2.5 vs 45.9 +- 2.5 (finite-revealing), at 2.2x and 3.1x the seed-rounds/s (3,385 vs
+#: 1,523; 1,577 vs 507). Without the refinement round it is faster still (3.9x, 5.6x), but its
+#: regret on finite-mab moved (40.1 +- 2.0): a solver that changes the agent's behaviour is
+#: not the same algorithm made faster, so it is not used.
+PLAIN_AGENT_SOLVER = dec.FiniteSolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid=7, lam_refine=8, lam_rounds=1,
+                                            candidates=4, maxiter=8)
+
+#: The default budget (a sampled f_hat, the global search): the search continues from the
+#: games solved for the same model in earlier rounds (``dec.solve_acdec_memory``; the games do
+#: not depend on eps_t), so a model seen before costs at most one refinement chunk of 3
+#: games; a model sampled for the first time gets the 9-point grid (3 chunks) first. 16
+#: refinement points per model are kept. Games as above (1e-3, at most 8 interior-point
+#: iterations), stop at a certified 1e-2. Measured against PLAIN_AGENT_SOLVER in one run
+#: (2-core CPU, one device, 128 seeds x 1000 rounds, float32, a benchmark beside it):
+#: finite-mab 8,886 vs 3,258 seed-rounds/s, regret 58.5 +- 2.6 vs 60.0 +- 2.7;
+#: finite-revealing 4,076 vs 1,040, regret 46.3 +- 3.7 vs 46.4 +- 3.7; the rounds certified to
+#: 1e-2 rose from 19% to 37% (finite-mab) and from 62% to 75% (finite-revealing).
+AGENT_SOLVER = dataclasses.replace(PLAIN_AGENT_SOLVER, lam_refine=3, memory=16)
+
+
+def default_solver(estimate: str = "sample", lam_search: str = "global") -> dec.FiniteSolverConfig:
+    """Anytime-E2D's default budget: :data:`AGENT_SOLVER` where the per-model memory applies
+    (a sampled f_hat and the global search), else :data:`PLAIN_AGENT_SOLVER`."""
+    return AGENT_SOLVER if estimate == "sample" and lam_search == "global" else PLAIN_AGENT_SOLVER
 
 
 class E2DState(NamedTuple):
@@ -81,6 +107,9 @@ class E2DState(NamedTuple):
     mu: jax.Array  # (K,) float, the last sampling distribution
     omega: jax.Array  # (M or M+1,) float, the last max-player mixture (warm start)
     lam: jax.Array  # () float, the tracking centre (anytime, "track") or the fixed lam (E2D)
+    # Anytime-E2D's global search with a sampled f_hat: the games solved for each model of the
+    # class (a dec.LambdaMemory with a leading (M,) axis), or None.
+    memory: dec.LambdaMemory | None = None
 
 
 def check_finite_model(model, agent_name: str):
@@ -90,7 +119,7 @@ def check_finite_model(model, agent_name: str):
                          "use the same factory from e2d_jax (it dispatches on the model) or e2d_jax.agents.e2d")
 
 
-def _check_common(gaps, estimate, eta, solver):
+def _check_common(gaps, estimate, eta, solver):  # solver: a resolved FiniteSolverConfig
     if gaps not in GAPS:
         raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
     if estimate not in ESTIMATES:
@@ -102,8 +131,9 @@ def _check_common(gaps, estimate, eta, solver):
 
 
 def _matrices(key, state: E2DState, model: finite.FiniteModel, gaps: str, estimate: str):
-    """f_hat from EWA and the (K, M[+1]) gap and information matrices for it."""
-    rewards_hat, obs_hat, _ = ewa.estimate(key, state.ewa, model, convex=estimate == "mixture")
+    """f_hat from EWA and the (K, M[+1]) gap and information matrices for it, and f_hat's
+    index in the class (a sample; for the mixture, 0 and unused)."""
+    rewards_hat, obs_hat, weights = ewa.estimate(key, state.ewa, model, convex=estimate == "mixture")
     if gaps == "delta":
         g = finite.gap_matrix(model.rewards)
     else:
@@ -114,15 +144,19 @@ def _matrices(key, state: E2DState, model: finite.FiniteModel, gaps: str, estima
         own = jnp.max(rewards_hat) - rewards_hat
         g = jnp.concatenate([g, own[:, None]], axis=1)
         info = jnp.concatenate([info, jnp.zeros_like(own)[:, None]], axis=1)
-    return g, info
+    return g, info, jnp.argmax(weights).astype(jnp.int32)
 
 
-def _init(model: finite.FiniteModel, estimate: str):
+def _init(model: finite.FiniteModel, estimate: str, memory_config: dec.FiniteSolverConfig | None = None):
     k, m = model.num_actions, model.num_models
     dtype = model.rewards.dtype
     width = m + 1 if estimate == "mixture" else m
+    memory = None
+    if memory_config is not None:
+        one = dec.empty_memory(k, width, memory_config, dtype)
+        memory = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (m,) + x.shape), one)
     return E2DState(ewa=ewa.init(m, dtype=dtype), mu=jnp.full((k,), 1.0 / k, dtype),
-                    omega=jnp.full((width,), 1.0 / width, dtype), lam=jnp.zeros((), dtype))
+                    omega=jnp.full((width,), 1.0 / width, dtype), lam=jnp.zeros((), dtype), memory=memory)
 
 
 def _update(eta):
@@ -147,6 +181,25 @@ def _play(key, state, res):
 LAMBDA_SEARCHES = ("global", "track")
 
 
+def uses_memory(estimate: str, lam_search: str, solver: dec.FiniteSolverConfig) -> bool:
+    """Whether Anytime-E2D keeps a :class:`~e2d_jax.dec.finite.LambdaMemory` per model: the
+    global search with a sampled f_hat (whose matrices depend on the model only) and
+    ``solver.memory > 0``."""
+    return estimate == "sample" and lam_search == "global" and solver.memory > 0
+
+
+def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DState, index):
+    """One round's global lambda search continued from the games solved for model ``index``
+    in earlier rounds (``dec.solve_acdec_memory``); returns the result and the new state's
+    memory. The branch and bound covers every lam >= 0 as the plain search does, so a seed
+    whose remembered points sit in one basin still refines another basin whose interval's
+    bound is below the incumbent (``tests/test_agents_finite.py`` checks the two-basin case)."""
+    mem = jax.tree_util.tree_map(lambda x: x[index], state.memory)
+    res, mem = dec.solve_acdec_memory(gaps, info, eps2, mem, solver, mu0=state.mu, omega0=state.omega)
+    memory = jax.tree_util.tree_map(lambda all_, one: all_.at[index].set(one), state.memory, mem)
+    return res, memory
+
+
 def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DState):
     """One round's global lambda search: ``solve_acdec`` warm-started from the last round's
     mixtures, its first chunk seeded by the last round's lam* (``state.lam``; the posterior
@@ -159,7 +212,7 @@ def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
 
 
 def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delta_f", estimate: str = "sample",
-                eta=1.0, lam_search: str = "global", solver: dec.FiniteSolverConfig = AGENT_SOLVER) -> Agent:
+                eta=1.0, lam_search: str = "global", solver: dec.FiniteSolverConfig | None = None) -> Agent:
     """Anytime-E2D (Algorithm 1) with EWA (Algorithm 2) on a finite class.
 
     Args:
@@ -175,7 +228,10 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delt
         5 points around the previous round's lam*(mu), ``solve_acdec_tracking``: 6 games a
         round instead of up to 24; a local search, see the module docstring; its certified
         gap covers all lam and is large when it misses the global basin).
-      solver: a :class:`~e2d_jax.dec.finite.FiniteSolverConfig` (default :data:`AGENT_SOLVER`).
+      solver: a :class:`~e2d_jax.dec.finite.FiniteSolverConfig` (default:
+        :func:`default_solver`, i.e. :data:`AGENT_SOLVER` with its per-model memory for the
+        default sampled f_hat and global search, :data:`PLAIN_AGENT_SOLVER` otherwise). A
+        ``memory > 0`` is used only with a sampled f_hat and the global search.
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
@@ -184,6 +240,8 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delt
       Kirschner et al. (2023), Algorithm 1, Section 'Anytime-E2D', Appendix 'Online Density
       Estimation'.
     """
+    if solver is None:
+        solver = default_solver(estimate, lam_search)
     _check_common(gaps, estimate, eta, solver)
     schedules.check_schedule(eps2_schedule, "finite")
     V.check_positive("eps2_scale", eps2_scale)
@@ -194,23 +252,28 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delt
         t = (count + 1).astype(dtype)
         return jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t, model), dtype)
 
+    memory = uses_memory(estimate, lam_search, solver)
+
     def init(key, model):
         check_finite_model(model, "anytime_e2d")
-        state = _init(model, estimate)
+        state = _init(model, estimate, solver if memory else None)
         if lam_search == "track":
             # The first centre from a global search for round 1's matrices, once per run (not
             # in `act`, where a branch on the round would run both sides under vmap); 1 if
             # that search gives lam = 0 (the usual case for eps_1^2 = log|M|).
-            g, info = _matrices(key, state, model, gaps, estimate)
+            g, info, _ = _matrices(key, state, model, gaps, estimate)
             res = dec.solve_acdec(g, info, eps2_at(model, state.ewa.count, g.dtype), solver)
             state = state._replace(lam=jnp.where(res.lam > 0, res.lam, 1.0).astype(g.dtype))
         return state
 
     def act(key, state, model):
         key_est, key_pi = jax.random.split(key)
-        g, info = _matrices(key_est, state, model, gaps, estimate)
+        g, info, index = _matrices(key_est, state, model, gaps, estimate)
         eps2 = eps2_at(model, state.ewa.count, g.dtype)
-        if lam_search == "global":
+        if memory:
+            res, mem = memory_search(g, info, eps2, solver, state, index)
+            state, centre = state._replace(memory=mem), res.lam.astype(state.lam.dtype)
+        elif lam_search == "global":
             res, centre = global_search(g, info, eps2, solver, state)
         else:
             res, won = dec.solve_acdec_tracking(g, info, eps2, state.lam, solver)
@@ -228,7 +291,7 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gaps: str = "delt
 
 #: Fixed-horizon E2D's game solver (one game at a fixed lam a round): games certified to 1e-4 in
 #: at most 20 interior-point iterations.
-E2D_SOLVER = dataclasses.replace(AGENT_SOLVER, rtol=1e-4, maxiter=20, lam_rounds=2)
+E2D_SOLVER = dataclasses.replace(PLAIN_AGENT_SOLVER, rtol=1e-4, maxiter=20, lam_rounds=2)
 
 
 def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, gaps: str = "delta_f",
@@ -269,7 +332,7 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
 
     def act(key, state, model):
         key_est, key_pi = jax.random.split(key)
-        g, info = _matrices(key_est, state, model, gaps, estimate)
+        g, info, _ = _matrices(key_est, state, model, gaps, estimate)
         res = dec.solve_offset(g, info, state.lam, solver, mu0=state.mu, omega0=state.omega)
         action, status, mu, omega = _play(key_pi, state, res)
         info_out = E2DInfo(status=status, value=res.value, lam=res.lam, gap=res.gap,

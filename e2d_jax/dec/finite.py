@@ -91,6 +91,8 @@ class FiniteSolverConfig:
       lam_rounds: maximal number of branch-and-bound rounds.
       lam_lo_ratio: the smallest positive grid point is hi * lam_lo_ratio.
       candidates: how many of the best lams have their mu's exact objective h(mu) evaluated.
+      memory: refinement points kept per model between rounds by :func:`solve_acdec_memory`
+        (an agent's memory of evaluated games; 0: none). The first grid is kept on top.
     """
 
     solver: str = "ipm"
@@ -104,6 +106,7 @@ class FiniteSolverConfig:
     lam_rounds: int = 12
     lam_lo_ratio: float = 1e-4
     candidates: int = 8
+    memory: int = 0
 
     def __post_init__(self):
         if self.solver not in SOLVERS:
@@ -115,6 +118,7 @@ class FiniteSolverConfig:
         V.check_int("lam_refine", self.lam_refine, minimum=1)
         V.check_int("lam_rounds", self.lam_rounds, minimum=0)
         V.check_int("candidates", self.candidates, minimum=1)
+        V.check_int("memory", self.memory, minimum=0)
         V.check_positive("rtol", self.rtol, allow_zero=True)
         V.check_positive("atol", self.atol, allow_zero=True)
         V.check_positive("inner_rtol", self.inner_rtol, allow_zero=True)
@@ -299,6 +303,42 @@ def _interval_bounds(lams, lowers, g_om, i_om, eps2):
     return order, sl, bounds
 
 
+class LambdaMemory(NamedTuple):
+    """The games one model's lambda searches have solved, kept between rounds.
+
+    The games of the ac-DEC search, min_mu max_g mu (Delta - lam I) e_g, do not depend on
+    eps^2, so an agent whose matrices depend only on the model it samples (EWA's sample
+    f_hat with Delta or Delta_f) can keep every game it solved for that model and reuse it in
+    a later round with another eps_t^2: only the totals v(lam) = dec^o_lam + lam eps_t^2 and
+    the interval bounds change, and they are recomputed. Slots ``[:G]`` hold the first grid
+    (G = the grid's chunks x ``lam_refine``), kept for good (they cover the whole range the
+    first search proved); slots ``[G:]`` the ``memory`` refinement points with the smallest
+    totals at the last eps^2. Unused slots have ``lams = +inf``. Arrays (N,) or (N, .).
+    """
+
+    lams: jax.Array  # (N,) evaluated lams
+    uppers: jax.Array  # (N,) dec^o at each lam (exact objective of its mu)
+    lowers: jax.Array  # (N,) certified lower bound on dec^o at each lam
+    mus: jax.Array  # (N, K)
+    omegas: jax.Array  # (N, M)
+    g_om: jax.Array  # (N, K) Delta omega
+    i_om: jax.Array  # (N, K) I omega
+
+
+def _grid_slots(config: FiniteSolverConfig) -> int:
+    p = config.lam_refine
+    return -(-(config.lam_grid + 1) // p) * p
+
+
+def empty_memory(num_actions: int, num_models: int, config: FiniteSolverConfig, dtype=jnp.float32) -> LambdaMemory:
+    """A model's memory before its first search (``config.memory`` refinement slots)."""
+    n = _grid_slots(config) + config.memory
+    return LambdaMemory(lams=jnp.full((n,), jnp.inf, dtype), uppers=jnp.full((n,), jnp.inf, dtype),
+                        lowers=jnp.full((n,), jnp.inf, dtype), mus=jnp.zeros((n, num_actions), dtype),
+                        omegas=jnp.zeros((n, num_models), dtype), g_om=jnp.zeros((n, num_actions), dtype),
+                        i_om=jnp.zeros((n, num_actions), dtype))
+
+
 def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), mu0=None, omega0=None,
                 lam_hint=None) -> DecResult:
     """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
@@ -314,6 +354,32 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     sampled and the branch and bound (and the certificate) still cover every lam >= 0; when it
     is <= 0, or ``lam_refine < 5``, the search is the plain one.
     """
+    return _search(gaps, info, eps2, config, mu0, omega0, lam_hint, None)[0]
+
+
+def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, config: FiniteSolverConfig = FiniteSolverConfig(),
+                       mu0=None, omega0=None) -> tuple[DecResult, LambdaMemory]:
+    """:func:`solve_acdec` continued from the games an earlier search solved for the same
+    matrices (:class:`LambdaMemory`; traceable, no checks).
+
+    With an empty memory this is the plain search (the first grid, then up to ``lam_rounds``
+    refinements). Otherwise the first grid is not solved again: the remembered games give
+    the totals and the interval bounds at this eps2, and the branch and bound refines from
+    there (up to ``lam_rounds`` chunks of ``lam_refine`` games, none if the remembered games
+    already certify the tolerance). The range [0, hi] is re-proven for this eps2; the part
+    above the largest remembered lam is covered by a point at hi whose dec^o lower bound is
+    ``tail - hi eps2`` (and, for lam >= hi, by ``tail``), so the certificate covers every
+    lam >= 0 as in the plain search, and a basin away from the remembered points is refined
+    as soon as its interval's bound is the smallest.
+
+    Returns:
+      ``(DecResult, memory)``: the result and the memory to pass next time (the grid, and the
+      ``config.memory`` refinement points with the smallest totals at this eps2).
+    """
+    return _search(gaps, info, eps2, config, mu0, omega0, None, memory)
+
+
+def _search(gaps, info, eps2, config, mu0, omega0, lam_hint, memory):
     k, m = gaps.shape
     dtype = gaps.dtype
     eps2 = jnp.asarray(eps2, dtype)
@@ -333,7 +399,10 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     # same loop as the refinements, so the game solver is compiled once.
     n_init = -(-(config.lam_grid + 1) // p)
     g = n_init * p - 1
-    n = n_init * p + rounds * p
+    # Buffer layout: [first grid (n_init p) | remembered refinements (r) | new refinements
+    # (rounds p) | with a memory, the point at hi].
+    r = 0 if memory is None else memory.lams.shape[0] - n_init * p
+    n = n_init * p + r + rounds * p + (0 if memory is None else 1)
     lo = rng.hi * config.lam_lo_ratio
     grid = lo * (rng.hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
     first = jnp.concatenate([jnp.zeros((1,), dtype), grid])
@@ -353,6 +422,27 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
         g_om=jnp.zeros((n, k), dtype), i_om=jnp.zeros((n, k), dtype), order=jnp.arange(n),
         bounds=jnp.full((n - 1,), jnp.inf, dtype), iterations=jnp.zeros((), jnp.int32), round=jnp.zeros((), jnp.int32),
     )
+    if memory is not None:
+        # Remembered games (non-finite ones dropped), then the point at hi: dec^o_hi >=
+        # min_pi Delta(pi, g0) - hi max_pi I(pi, g0) = tail - hi eps2, and psi of the uniform
+        # max-player mixture (any mixture gives a valid first-order bound).
+        ok = jnp.isfinite(memory.lams) & jnp.isfinite(memory.uppers) & jnp.isfinite(memory.lowers)
+        uniform = jnp.full((m,), 1.0 / m, dtype)
+        hi_lower = rng.tail - rng.hi * eps2
+        state = state._replace(
+            lams=state.lams.at[:n - 1 - rounds * p].set(jnp.where(ok, memory.lams, jnp.inf)).at[-1].set(rng.hi),
+            uppers=state.uppers.at[:n - 1 - rounds * p].set(memory.uppers),
+            lowers=state.lowers.at[:n - 1 - rounds * p].set(memory.lowers).at[-1].set(hi_lower),
+            mus=state.mus.at[:n - 1 - rounds * p].set(memory.mus),
+            omegas=state.omegas.at[:n - 1 - rounds * p].set(memory.omegas).at[-1].set(uniform),
+            g_om=state.g_om.at[:n - 1 - rounds * p].set(memory.g_om).at[-1].set(gaps @ uniform),
+            i_om=state.i_om.at[:n - 1 - rounds * p].set(memory.i_om).at[-1].set(info @ uniform),
+        )
+        order, _, bounds = _interval_bounds(state.lams, state.lowers, state.g_om, state.i_om, eps2)
+        # A model seen before skips the first grid (its games are remembered), unless its
+        # lam = 0 game was dropped (then [0, lo) would have no bound): the grid is solved again.
+        seen = ok[0]
+        state = state._replace(order=order, bounds=bounds, round=jnp.where(seen, n_init, 0).astype(jnp.int32))
 
     def totals(s):
         t = s.uppers + s.lams * eps2
@@ -391,7 +481,7 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
         mu_init = jnp.where(initial, mu0, s.mus[start_from])
         om_init = jnp.where(initial, omega0, s.omegas[start_from])
         new_sols = jax.vmap(solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
-        start = s.round * p
+        start = jnp.where(initial, s.round * p, s.round * p + r)
         lams, lowers = put(s.lams, new, start), put(s.lowers, new_sols.lower, start)
         g_om, i_om = put(s.g_om, new_sols.omega @ gaps.T, start), put(s.i_om, new_sols.omega @ info.T, start)
         order, _, bounds = _interval_bounds(lams, lowers, g_om, i_om, eps2)
@@ -409,18 +499,36 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     ncand = min(config.candidates, n)
     _, cand = lax.top_k(-totals(state), ncand)
     h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(state.mus[cand])
-    h = jnp.where(jnp.isfinite(h), h, jnp.inf)
+    # Only solved slots (finite totals) are candidates: an unused slot's mu is 0, whose
+    # "objective" h(0) = 0 is not that of a distribution.
+    h = jnp.where(jnp.isfinite(h) & jnp.isfinite(totals(state)[cand]), h, jnp.inf)
     pick = jnp.argmin(h)
     mu = state.mus[cand[pick]]
     lam = lam_star[pick]
     value = offset_objective(mu, gaps, info, lam) + lam * eps2
     gap = value - lower
     tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
-    finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
+    finite = (jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
+              & jnp.isfinite(h[pick]))
     status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(gap <= tol, STATUS_OK, STATUS_MAX_ITER))
     del best
-    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=state.iterations,
-                     status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
+    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=state.iterations,
+                       status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
+    if memory is None:
+        return result, None
+    # Keep the first grid and the r refinement points (remembered or new) with the smallest
+    # totals at this eps2; the point at hi is recomputed next time.
+    grid_n = n_init * p
+    rest_tot = totals(state)[grid_n:n - 1]
+    rest_tot = jnp.where(jnp.isfinite(state.lowers[grid_n:n - 1]), rest_tot, jnp.inf)
+    _, keep = lax.top_k(-rest_tot, r)
+    idx = jnp.concatenate([jnp.arange(grid_n), grid_n + keep])
+    kept_ok = jnp.concatenate([jnp.ones((grid_n,), bool), jnp.isfinite(rest_tot[keep])])
+    take = lambda x: x[idx]
+    new_memory = LambdaMemory(lams=jnp.where(kept_ok, take(state.lams), jnp.inf), uppers=take(state.uppers),
+                              lowers=take(state.lowers), mus=take(state.mus), omegas=take(state.omegas),
+                              g_om=take(state.g_om), i_om=take(state.i_om))
+    return result, new_memory
 
 
 def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfig = FiniteSolverConfig(),

@@ -302,10 +302,27 @@ def _check_obs(obs, m_models, k, name="obs"):
     raise ValueError(f"{name} must be a GaussianObs or BernoulliObs, got {type(obs).__name__}")
 
 
-def _cast_obs(obs, dtype):
+def _cast_obs(obs, dtype, name="obs"):
+    """``obs`` in ``dtype``, checked again there: a probability that rounds to 0 or 1, or a
+    sigma whose square underflows, in the working precision makes the KL infinite."""
     if isinstance(obs, GaussianObs):
-        return GaussianObs(means=jnp.asarray(obs.means, dtype), sigma=jnp.asarray(obs.sigma, dtype))
-    return BernoulliObs(probs=jnp.asarray(obs.probs, dtype))
+        out = GaussianObs(means=jnp.asarray(obs.means, dtype), sigma=jnp.asarray(obs.sigma, dtype))
+        if V.is_concrete(out.sigma):
+            sig = np.asarray(out.sigma)
+            with np.errstate(divide="ignore", over="ignore", under="ignore"):
+                bad = not np.all(np.isfinite(1.0 / sig**2))
+            if bad:
+                raise ValueError(f"{name}.sigma must have a square that is positive and finite in {np.dtype(dtype).name} "
+                                 f"(1/sigma^2 is the KL's scale), got sigma in [{sig.min()}, {sig.max()}]")
+        return out
+    out = BernoulliObs(probs=jnp.asarray(obs.probs, dtype))
+    if V.is_concrete(out.probs):
+        probs = np.asarray(out.probs)
+        if not np.all((probs > 0) & (probs < 1)):
+            raise ValueError(f"{name}.probs must lie strictly between 0 and 1 in {np.dtype(dtype).name} (the "
+                             f"given values round to [{probs.min()}, {probs.max()}]; a 0 or 1 makes the KL "
+                             "divergence infinite)")
+    return out
 
 
 def finite_class(rewards, obs: ObsFamily, *, obs_mask=None, true_model=0, linear_model=None,
@@ -353,7 +370,7 @@ def finite_class(rewards, obs: ObsFamily, *, obs_mask=None, true_model=0, linear
             raise ValueError(f"true_model obs must be a {type(obs).__name__} like obs, got {type(true_obs).__name__}")
         lifted = jax.tree_util.tree_map(lambda x: x[None] if jnp.ndim(x) == 2 else x, true_obs)
         _check_obs(lifted, 1, k, name="true_model obs")
-        true_obs = _cast_obs(true_obs, dtype)
+        true_obs = _cast_obs(true_obs, dtype, name="true_model obs")
         if (isinstance(obs, GaussianObs) and V.is_concrete(true_obs.sigma) and V.is_concrete(obs.sigma)
                 and not np.allclose(np.asarray(true_obs.sigma), np.asarray(obs.sigma))):
             raise ValueError("true_model obs.sigma must equal the class's known sigma")
