@@ -49,6 +49,15 @@ contains the minimiser and certify the search:
 * Answer. Among the ``candidates`` evaluated lams with the smallest v(lam), the mu with the
   smallest exact objective h(mu) (closed form above) is returned, with lam*(mu).
 
+Memory across rounds (:func:`solve_acdec_memory`, :class:`LambdaMemory`). The games
+min_mu max_g mu (Delta - lam I) e_g do not involve eps^2: only v(lam) = dec^o_lam + lam eps^2
+and the interval bounds do. A caller that meets the same matrices again with another eps^2
+(an agent whose f_hat is a sampled model of the class) can therefore pass the games it solved
+before: the search recomputes the totals and bounds at the new eps^2, re-proves the range
+[0, hi] (hi grows as eps^2 shrinks; the stretch above the largest remembered lam is bounded by
+a point at hi with dec^o_hi >= tail - hi eps^2) and continues the branch and bound from
+there, so the certificate covers every lam >= 0 exactly as in the plain search.
+
 Loops: every game is a ``lax.while_loop`` (vmapped over the ``lam_refine`` lams of a round,
 so a round lasts as long as its slowest game); the rounds, the first grid included (in chunks
 of ``lam_refine``), are one ``lax.while_loop`` with fixed-size buffers, so the game solver is
