@@ -232,7 +232,6 @@ def breakdown_finite(env_name, rate, batch):
     from e2d_jax import registry
     from e2d_jax.agents import finite as AF
     from e2d_jax.agents import schedules
-    from e2d_jax.dec import finite as DF
     from e2d_jax.dec import matrix_game as MG
     from e2d_jax.envs import finite as EF
     from e2d_jax.estimators import ewa
@@ -251,11 +250,12 @@ def breakdown_finite(env_name, rate, batch):
     est = jax.vmap(lambda z, kk, st: AF._matrices(kk, st._replace(ewa=st.ewa._replace(
         log_weights=st.ewa.log_weights + z)), model, "delta_f", "sample"))
     z = jnp.zeros((batch,), jnp.float32)
-    g, info = jax.jit(est)(z, keys, states)
+    g, info, index = jax.jit(est)(z, keys, states)
     eps2 = jax.vmap(lambda c: jnp.asarray(schedules.evaluate("log-models", 1.0, (c + 1).astype(jnp.float32), model),
                                           jnp.float32))(states.ewa.count)
-    solve = jax.vmap(lambda g, i, e, mu, om: DF.solve_acdec(g, i, e, cfg, mu, om))
-    res = jax.jit(solve)(g, info, eps2, states.mu, states.omega)
+    # The agent's search: continued from the sampled model's remembered games.
+    solve = jax.vmap(lambda g, i, e, st, idx: AF.memory_search(g, i, e, cfg, st, idx)[0])
+    res = jax.jit(solve)(g, info, eps2, states, index)
     iters = float(np.mean(np.asarray(res.iterations)))
     lam = jnp.full((batch,), 1.0, jnp.float32)
 
@@ -266,7 +266,7 @@ def breakdown_finite(env_name, rate, batch):
 
     ipm = jax.vmap(ipm1)
     ipm_s = _time_part(ipm, (lam, g, info))
-    solve_s = _time_part(lambda e, g, i, mu, om: solve(g, i, e, mu, om), (eps2, g, info, states.mu, states.omega))
+    solve_s = _time_part(lambda e, g, i, st, idx: solve(g, i, e, st, idx), (eps2, g, info, states, index))
     sample = jax.vmap(lambda mu, kk: jax.random.categorical(kk, jnp.log(mu)))
     observe = jax.vmap(lambda kk, a: env.observe(kk, params, a))
     rows = [
