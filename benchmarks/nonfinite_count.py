@@ -12,7 +12,8 @@ Families (all through the registry's builders, instance seeds 0..I-1):
   finite:  finite-mab, finite-revealing (their agents are ~100x slower: fewer seed-rounds).
 
 Run:  python benchmarks/nonfinite_count.py [--seed-rounds 10000000] [--finite-seed-rounds 200000]
-                                           [--only linear|finite] [--families LABEL,...] [--agents NAME,...]
+                                           [--finite-horizon 300] [--only linear|finite] [--families LABEL,...]
+                                           [--agents NAME,...]
                                            [--json out.json]
 
 Prints one line per (family, agent): seed-rounds run, non-finite rounds, invalid seeds.
@@ -53,7 +54,7 @@ def run(env_name, d, arms, horizon, agents, seed_rounds, instances=4):
         res = sim.result
         nonfinite = int(np.asarray(res.nonfinite_rounds).sum())
         bad_regret = int((~np.isfinite(np.asarray(res.regret)[..., -1])).sum())
-        rows.append(dict(env=env_name, d=d, arms=arms, agent=a.label, options=opts,
+        rows.append(dict(env=env_name, d=d, arms=arms, horizon=horizon, agent=a.label, options=opts,
                          seed_rounds=int(seeds * horizon * instances), nonfinite_rounds=nonfinite,
                          invalid_seeds=int((np.asarray(res.nonfinite_rounds) > 0).sum()),
                          nonfinite_regret_seeds=bad_regret, seconds=time.perf_counter() - t))
@@ -67,6 +68,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seed-rounds", type=int, default=10_000_000, help="per linear (family, agent)")
     p.add_argument("--finite-seed-rounds", type=int, default=200_000, help="per finite (family, agent)")
+    p.add_argument("--finite-horizon", type=int, default=None,
+                   help="horizon of the finite families (default 300); fixed-horizon E2D tunes lambda per seed "
+                        "in init, so a longer horizon (fewer seeds) spends less of the count there")
     p.add_argument("--only", choices=["linear", "finite"], default=None)
     p.add_argument("--families", default=None,
                    help="comma-separated family labels to run (default all), e.g. semi-bandit-d3-K10,mab-K10")
@@ -77,7 +81,8 @@ def main():
     if args.only in (None, "linear"):
         todo += [(env_name, d, k, n, LINEAR_AGENTS, args.seed_rounds) for env_name, d, k, n in LINEAR]
     if args.only in (None, "finite"):
-        todo += [(env_name, None, k, n, FINITE_AGENTS, args.finite_seed_rounds) for env_name, k, n in FINITE]
+        todo += [(env_name, None, k, args.finite_horizon or n, FINITE_AGENTS, args.finite_seed_rounds)
+                 for env_name, k, n in FINITE]
     if args.families:
         wanted = set(args.families.split(","))
         unknown = wanted - {family_label(*t[:3]) for t in todo}

@@ -32,9 +32,11 @@ Fixed-horizon E2D (:func:`fixed_horizon_e2d`): the same with the offset DEC at a
 For a horizon n, the proof of Theorem thm:worst-case with lam_t = lam and Est_n <= log|M|
 (EWA) gives R_n <= n max_f dec^o_lam(f) + lam log|M|; :func:`tune_lambda` minimises that
 bound over a lam grid by computing max_f dec^o_lam(f) for the class (|M| x grid matrix
-games). Given ``horizon``, the agent does this in ``init`` (traced: it depends on the model
-only, so under ``vmap`` over seeds it is computed once per batch, and under ``vmap`` over
-instances once per instance).
+games). Given ``horizon``, the agent does this in ``init`` (traced). It depends on the model
+only, but ``simulate`` gives every seed its own copy of the instance (for per-seed bits that
+do not depend on the batch), so it is computed once per seed: |M| x 60 games, which on the
+finite CLI classes costs about as much as a few hundred rounds. Pass ``lam=`` (e.g. from
+:func:`tune_lambda` on the concrete class) to skip it.
 
 Non-finite solves: the round keeps the previous mu and reports STATUS_NONFINITE, as on
 linear models. Defaults, names and info (:class:`~e2d_jax.types.E2DInfo`) are those of the
