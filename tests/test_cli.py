@@ -232,3 +232,44 @@ def test_parts_of_a_run_then_plot_collects(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             cli.main(base + flags)
         assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_full_disk_is_one_line_keeps_finished_chunks_and_resumes(tmp_path, capsys, monkeypatch):
+    """No space left while writing: exit status 1 and one line (no traceback), no temporary
+    or half-written file left, the chunks finished before it kept; ``--resume`` after space
+    is freed gives the results of an uninterrupted run."""
+    import errno
+
+    import pandas as pd
+
+    from e2d_jax.experiments import storage
+
+    def args(out):
+        return ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "20", "--seeds", "6",
+                "--agents", "ucb,ts", "--record-every", "10", "--out", str(out)]
+
+    out = tmp_path / "run"
+    real_fsync, calls = os.fsync, []
+
+    def full_after_first_chunk(fd):
+        calls.append(fd)
+        if len(calls) > 4:  # the manifest and the first chunk (file and directory each) fit
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(storage.os, "fsync", full_after_first_chunk)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args(out))
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert "no space left" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")], "a temporary file was left"
+    assert not (out / "results.parquet").exists()
+    kept = sorted(p.relative_to(out) for p in (out / "chunks").rglob("*.npz"))
+    assert len(kept) == 1
+    np.load(out / kept[0])  # complete and readable
+    monkeypatch.undo()
+    assert cli.main(args(out) + ["--resume"]) == 0
+    assert cli.main(args(tmp_path / "clean")) == 0
+    resumed, clean = (pd.read_parquet(d / "results.parquet") for d in (out, tmp_path / "clean"))
+    np.testing.assert_array_equal(resumed["final_regret"].to_numpy(), clean["final_regret"].to_numpy())
