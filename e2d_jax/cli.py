@@ -287,7 +287,42 @@ def _fail(parser, err) -> None:
     parser.exit(2, f"{parser.prog}: error: {err}\n")
 
 
+_INTERRUPTED = ("\ne2d-jax: interrupted. Finished chunks are kept (each is written atomically); "
+                "run the same command with --resume to continue.")
+
+
 def main(argv=None) -> int:
+    """The command line (``e2d-jax``); returns the exit status.
+
+    Ctrl-C (SIGINT) sets ``runner.INTERRUPTED`` as well as raising KeyboardInterrupt, so the
+    run stops at the next unit and ends with status 130 and the resume hint even when the
+    KeyboardInterrupt was swallowed on the way (it can be, if it lands while a finalizer or
+    callback runs)."""
+    import signal
+    import threading
+
+    from e2d_jax.experiments import runner
+
+    runner.INTERRUPTED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv)
+
+    def on_sigint(signum, frame):
+        runner.INTERRUPTED.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        status = _main(argv)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if runner.INTERRUPTED.is_set() and status != 130:
+        print(_INTERRUPTED, file=sys.stderr, flush=True)
+        return 130
+    return status
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command != "plot":
@@ -319,8 +354,7 @@ def main(argv=None) -> int:
     except ValueError as err:
         _fail(parser, err)
     except KeyboardInterrupt:
-        print(f"\n{parser.prog}: interrupted. Finished chunks are kept (each is written atomically); "
-              "run the same command with --resume to continue.", file=sys.stderr, flush=True)
+        print(_INTERRUPTED, file=sys.stderr, flush=True)
         return 130
     except OSError as err:
         import errno

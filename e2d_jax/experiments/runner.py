@@ -24,6 +24,7 @@ import hashlib
 import platform
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,6 +32,13 @@ import numpy as np
 
 from e2d_jax.experiments import storage
 from e2d_jax.experiments.spec import SweepSpec, Unit, units
+
+
+#: Set by the CLI's Ctrl-C (SIGINT) handler. ``run_units`` stops before its next unit and
+#: ``run_sweep`` writes no tables once it is set, even if the KeyboardInterrupt itself was lost
+#: (CPython drops an exception raised while a finalizer or callback runs), so an interrupted
+#: run never ends as if it were complete.
+INTERRUPTED = threading.Event()
 
 
 class SweepError(ValueError):
@@ -241,6 +249,8 @@ def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=N
     bar = _progress(len(todo), progress)
     try:
         for unit in todo:
+            if INTERRUPTED.is_set():
+                raise KeyboardInterrupt
             entry = unit.agent
             if entry.label not in factories:
                 factories[entry.label] = registry.build_agent_factory(_agent_spec(spec, entry), model)
@@ -303,6 +313,8 @@ def run_sweep(spec: SweepSpec, out, *, resume: bool = False, overwrite: bool = F
     mine = executors.select_part(todo, all_units, part)
     t0 = time.perf_counter()
     seconds = executor.run(spec, out, digest, mine, progress=progress, log=log)
+    if INTERRUPTED.is_set():
+        raise KeyboardInterrupt
     if part is not None:
         left = [u for u in todo if u not in mine and not done(u)]
         if left:
