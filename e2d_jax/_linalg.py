@@ -1,34 +1,20 @@
 """Small linear algebra shared by the solvers: positive-definite solves fast under ``vmap``,
 and the one numerical-rank rule of the library.
 
-XLA on CPU runs a batched LAPACK call once per matrix (about 0.7 us each for the 3x3
-systems of the paper's Experiment 1), and a program with LAPACK calls cannot run on two
-forced host devices at once (``e2d_jax.simulate.PerDeviceRollout``). So:
-
-* :func:`psd_solve` (the linear DEC's V(mu)^{-1} Phi^T, 15 solves a round) eliminates by
-  Gauss-Jordan without pivoting in a ``fori_loop`` over the (static) dimension: every step is
-  a few whole-array operations on the augmented matrix [V | rhs]. Measured inside the
-  Anytime-E2D rollout on the Experiment-2 shape (r = 10, 10 right-hand sides, 64 seeds, one
-  CPU core): 42-47 us per seed-round against 92-104 us with the Cholesky factorisation
-  unrolled entry by entry, whose ~75 dependent fusions XLA schedules badly in that loop (the
-  unrolled form was 1.0-1.7 us per solve alone but 70% of the round in context); the same at
-  r = 3. Isolated solves (64 per call, float32): 1.5 vs 3.1 us at r = 12, 6.2 vs 7.8 us at
-  r = 20 against LAPACK, with 10-100x smaller errors than LAPACK's shifted factorisation.
-  Up to ``GAUSS_JORDAN_MAX_DIM``; LAPACK's ``cho_solve`` above (O(d^3) per step wins there).
-* :func:`psd_cholesky` (Thompson sampling, the interior-point games) unrolls the Cholesky
-  factorisation in Python up to ``UNROLL_MAX_DIM`` (a few dozen elementwise operations across
-  the batch: 83 us vs 681 us for 1,000 3x3 factorisations and solves against LAPACK), and
-  calls LAPACK above.
+XLA on CPU runs a batched LAPACK call once per matrix, which for the 3x3 systems of the
+paper's Experiment 1 costs about 0.7 us each; a Cholesky factorisation unrolled in Python over
+the (static) dimension turns into a few dozen elementwise operations across the whole batch
+and is about 8x faster (measured: 83 us vs 681 us for 1,000 3x3 solves with 10 right-hand
+sides, float32, 2-core CPU). Above ``UNROLL_MAX_DIM`` the unrolled graph grows quadratically
+and the library call wins, so we fall back to ``jax.scipy.linalg.cho_solve``.
 """
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 UNROLL_MAX_DIM = 12
-GAUSS_JORDAN_MAX_DIM = 32
 
 #: Relative tolerance of :func:`numerical_rank`, in units of the dtype's machine epsilon
 #: times the matrix size: eigenvalues below ``RANK_RTOL_ULPS * n * eps * max eigenvalue``
@@ -97,27 +83,6 @@ def _substitute(low, rhs):
     return jnp.stack(x, axis=-2)
 
 
-def _gauss_jordan(v, rhs):
-    """Solves ``v x = rhs`` (v (d, d), rhs (d, k)) by Gauss-Jordan elimination without
-    pivoting, one ``fori_loop`` step per column; pivots are floored as in :func:`psd_solve`."""
-    d = v.shape[-1]
-    floor = _pivot_floor(v)
-    aug = jnp.concatenate([v, rhs], axis=-1)  # (d, d + k)
-    rows = jnp.arange(d)
-
-    def body(j, aug):
-        row = lax.dynamic_index_in_dim(aug, j, axis=0, keepdims=False)  # (d + k,)
-        col = lax.dynamic_index_in_dim(aug, j, axis=1, keepdims=False)  # (d,)
-        pivot = jnp.maximum(row[j], floor)
-        row = row / pivot
-        # Row j becomes row / pivot and every other row i loses a_ij times it; for a pivot
-        # raised to the floor this is elimination with that pivot (column j is not read again).
-        factor = jnp.where(rows == j, pivot - 1.0, col)
-        return aug - factor[:, None] * row[None, :]
-
-    return lax.fori_loop(0, d, body, aug)[:, d:]
-
-
 def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     """Solves ``v x = rhs`` for symmetric positive-definite ``v``.
 
@@ -131,21 +96,16 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     Numerically singular matrices: a pivot below eps * d * max_i v_ii (rounding noise; the
     matrix is singular to working precision) is raised to that floor, so the solve stays
     finite (very large along the near-null direction) instead of returning NaN. This only
-    acts where the exact answer is beyond the precision of the dtype anyway. The pivots of
-    elimination without pivoting on a positive-definite matrix are its LDL^T pivots (the
-    squared Cholesky diagonal), positive and stable like Cholesky's. For d above
-    ``GAUSS_JORDAN_MAX_DIM`` the same floor is applied as a diagonal shift before LAPACK's
+    acts where the exact answer is beyond the precision of the dtype anyway. For d above
+    ``UNROLL_MAX_DIM`` the same floor is applied as a diagonal shift before LAPACK's
     factorisation.
     """
     d = v.shape[-1]
-    if d > GAUSS_JORDAN_MAX_DIM:
+    if d > UNROLL_MAX_DIM:
         shift = _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype)
         factor = jnp.linalg.cholesky(v + shift)
         return jax.scipy.linalg.cho_solve((factor, True), rhs)
-    solve = _gauss_jordan
-    for _ in range(v.ndim - 2):
-        solve = jax.vmap(solve)
-    return solve(v, rhs)
+    return _substitute(_cholesky_entries(v), rhs)
 
 
 def psd_cholesky(v: jax.Array) -> jax.Array:

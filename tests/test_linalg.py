@@ -12,9 +12,9 @@ def _spd(key, batch, d, cond_shift=0.1):
     return a @ jnp.swapaxes(a, -1, -2) + cond_shift * jnp.eye(d, dtype=jnp.float32)
 
 
-# d = 3 and 10: the linear DEC's shapes (Experiments 1 and 2); 32: the largest Gauss-Jordan
-# size; 40: the LAPACK fallback.
-@pytest.mark.parametrize("d", [1, 3, 10, 32, 40])
+# d = 3 and 10: the linear DEC's shapes (Experiments 1 and 2); 12: the largest unrolled
+# size; 32, 40: the LAPACK path.
+@pytest.mark.parametrize("d", [1, 3, 10, 12, 32, 40])
 def test_psd_solve_matches_float64_reference(d):
     v = _spd(jax.random.key(d), 6, d)
     rhs = jax.random.normal(jax.random.key(100 + d), (6, d, 4), jnp.float32)
