@@ -7,7 +7,8 @@ cancel; with the final regret and its 95% CI at n2. ROOT is a checkout with its 
 ``.venv`` (e.g. a `git worktree` of an older commit, to compare in the same session).
 
 Run:  python benchmarks/cli_two_horizon.py ROOT LABEL [--host-devices N] [--seeds 1000]
-      [--cases exp1,exp2,finite-mab,finite-revealing]
+      [--cases exp1,exp2,finite-mab,finite-revealing] [--python PY] [--json OUT.json]
+On an accelerator the CLI uses every local device (the host-devices flag is for CPUs).
 
 Results of 2026-11-27 (idle 2-core CPU): benchmarks/results/cli_1000seeds_cpu2_*.json.
 """
@@ -17,6 +18,8 @@ p.add_argument("root"); p.add_argument("label")
 p.add_argument("--host-devices", type=int, default=1)
 p.add_argument("--seeds", type=int, default=1000)
 p.add_argument("--cases", default="exp1,exp2,finite-mab,finite-revealing")
+p.add_argument("--python", default=None, help="interpreter (default: ROOT/.venv/bin/python)")
+p.add_argument("--json", default=None, help="report path (default: cli_two_horizon_LABEL_DEVICES.json)")
 a = p.parse_args()
 CASES = {
     "exp1": (["--env", "semi-bandit", "--d", "3", "--arms", "10"], (1000, 2000)),
@@ -32,7 +35,7 @@ for case in a.cases.split(","):
     for h in hs:
         d = f"/tmp/cli_tp/{a.label}/{case}-{h}-{a.host_devices}"
         subprocess.run(["rm", "-rf", d])
-        cmd = [os.path.join(a.root, ".venv/bin/python"), "-c", "import sys; from e2d_jax.cli import main; sys.exit(main())", "run", *args,
+        cmd = [a.python or os.path.join(a.root, ".venv/bin/python"), "-c", "import sys; from e2d_jax.cli import main; sys.exit(main())", "run", *args,
                "--agents", "anytime-e2d", "--seeds", str(a.seeds), "--horizon", str(h), "--out", d, "--quiet"]
         if a.host_devices > 1:
             cmd += ["--host-devices", str(a.host_devices)]
@@ -54,4 +57,4 @@ for case in a.cases.split(","):
     r1 = runs[1]
     print(f"{a.label:8s} {case:17s} dev={a.host_devices} {rate:10.0f} seed-rounds/s  regret@{hs[1]} {r1['regret']:.2f} "
           f"[{r1['ci'][0]:.2f}, {r1['ci'][1]:.2f}]  run_s {runs[0][key]:.1f}/{runs[1][key]:.1f} compile {r1['compile_s']}", flush=True)
-    json.dump(out, open(f"cli_two_horizon_{a.label}_{a.host_devices}.json", "w"), indent=1)
+    json.dump(out, open(a.json or f"cli_two_horizon_{a.label}_{a.host_devices}.json", "w"), indent=1)

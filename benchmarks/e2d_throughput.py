@@ -26,6 +26,7 @@ jax 0.10.2).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -162,7 +163,7 @@ def _row(name, seconds, flops, rate, batch, per_round=1.0):
     that the part's FLOPs in its time would be."""
     us = seconds / batch * per_round * 1e6
     fl = flops / batch * per_round
-    return dict(part=name, us=us, flops=fl, fraction_of_matmul_rate=fl / (us * 1e-6) / rate if us > 0 else float("nan"))
+    return dict(part=name, us=us, flops=fl, fraction_of_matmul_rate=fl / (us * 1e-6) / rate if us > 0 and fl > 0 else float("nan"))
 
 
 def breakdown_linear(shape, rate, batch):
@@ -226,17 +227,19 @@ def breakdown_linear(shape, rate, batch):
     rows.append(_row("environment", _time_part(lambda z, kk, a: observe(kk, a) + z[:, None], (jnp.zeros(batch), keys, actions)),
                      _flops(observe, (keys, actions)), rate, batch))
     total = _round_total(env, params, agent, batch)
-    rows.append(_row("bookkeeping (round total - parts)", max(total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0),
-                     0.0, rate, batch))
+    rows.append(_row("rest (round total - parts; < 0: parts alone cost more)",
+                     total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0, rate, batch))
     rows.append(_row("round total (rollout)", total * batch, sum(r["flops"] for r in rows) * batch, rate, batch))
     return rows
 
 
 def breakdown_finite(env_name, rate, batch):
-    """Finite-class Anytime-E2D (EWA, the agents' global lambda search) on a CLI class."""
+    """Finite-class Anytime-E2D (EWA, the agents' default search continued from each model's
+    memory of solved games) on a CLI class."""
     from e2d_jax import registry
     from e2d_jax.agents import finite as AF
     from e2d_jax.agents import schedules
+    from e2d_jax.dec import finite as DF
     from e2d_jax.dec import matrix_game as MG
     from e2d_jax.envs import finite as EF
     from e2d_jax.estimators import ewa
@@ -245,7 +248,9 @@ def breakdown_finite(env_name, rate, batch):
     params = jax.tree_util.tree_map(lambda x: x[0], params)
     model = env.model(params)
     agent = AF.anytime_e2d()
-    states = _states_after(env, params, agent, 100, batch)
+    # States in the middle of the rounds the total is timed over (200-400), as for the linear
+    # shapes: the memory search's cost depends on how many models have been seen.
+    states = _states_after(env, params, agent, 300, batch)
     keys = jax.random.split(jax.random.key(2), batch)
     actions = jax.random.randint(jax.random.key(3), (batch,), 0, model.num_actions)
     ys = jax.vmap(lambda kk, a: env.observe(kk, params, a))(keys, actions)
@@ -259,19 +264,32 @@ def breakdown_finite(env_name, rate, batch):
     eps2 = jax.vmap(lambda c: jnp.asarray(schedules.evaluate("log-models", 1.0, (c + 1).astype(jnp.float32), model),
                                           jnp.float32))(states.ewa.count)
     # The agent's search: continued from the sampled model's remembered games.
-    solve = jax.vmap(lambda g, i, e, st, idx: AF.memory_search(g, i, e, cfg, st, idx)[0])
-    res = jax.jit(solve)(g, info, eps2, states, index)
+    mems = jax.vmap(lambda st, idx: jax.tree_util.tree_map(lambda x: x[idx], st.memory))(states, index)
+    no_refine = dataclasses.replace(cfg, lam_rounds=0)
+
+    def search(config):
+        return jax.vmap(lambda e, g, i, st, mem: DF.solve_acdec_memory(g, i, e, mem, config, mu0=st.mu,
+                                                                        omega0=st.omega))
+
+    res, _ = jax.jit(search(cfg))(eps2, g, info, states, mems)
     iters = float(np.mean(np.asarray(res.iterations)))
     lam = jnp.full((batch,), 1.0, jnp.float32)
 
     def ipm1(l, g, i):
         a = g - l * i
         b = MG._ipm_scaled(a)
-        return MG._ipm_step(a, b, MG._ipm_start(a, b)).x
+        return MG._ipm_step(a, b, MG._ipm_start(a, b), MG._ipm_outer(b)).x
+
+    def memory_io(z, st, idx, mem):
+        # The per-model memory: the sampled model's games read, and the new ones written back.
+        one = jax.tree_util.tree_map(lambda x: x[idx], st.memory)
+        new = jax.tree_util.tree_map(lambda a, b: a + 0.0 * b + z, one, mem)
+        return jax.tree_util.tree_map(lambda all_, x: all_.at[idx].set(x), st.memory, new)
 
     ipm = jax.vmap(ipm1)
-    ipm_s = _time_part(ipm, (lam, g, info))
-    solve_s = _time_part(lambda e, g, i, st, idx: solve(g, i, e, st, idx), (eps2, g, info, states, index))
+    full_s = _time_part(search(cfg), (eps2, g, info, states, mems))
+    bounds_s = _time_part(search(no_refine), (eps2, g, info, states, mems))
+    mem_s = _time_part(jax.vmap(memory_io), (z, states, index, mems))
     sample = jax.vmap(lambda mu, kk: jax.random.categorical(kk, jnp.log(mu)))
     observe = jax.vmap(lambda kk, a: env.observe(kk, params, a))
     rows = [
@@ -279,26 +297,30 @@ def breakdown_finite(env_name, rate, batch):
              _flops(upd, (ys, states, actions)), rate, batch),
         _row("estimate (sample f, gap and information matrices)", _time_part(est, (z, keys, states)),
              _flops(est, (z, keys, states)), rate, batch),
-        _row(f"solver iterations ({iters:.0f} interior-point steps over all games)", ipm_s, _flops(ipm, (lam, g, info)),
-             rate, batch, iters),
+        _row("lambda search without refinement (memory's bounds, exact value)", bounds_s,
+             _flops(search(no_refine), (eps2, g, info, states, mems)), rate, batch),
+        # The refinement chunks (3 games each, <= 8 interior-point steps) under vmap: every
+        # seed waits for the batch's longest search; the FLOPs are the steps actually made.
+        _row(f"refinement games ({iters:.1f} interior-point steps a seed; lock-step)", max(full_s - bounds_s, 0.0),
+             _flops(ipm, (lam, g, info)) * iters, rate, batch),
+        _row("per-model memory: read, write back (timed with a sum over it)", mem_s, _flops(jax.vmap(memory_io), (z, states, index, mems)),
+             rate, batch),
     ]
-    rows.append(_row("lambda search: bounds, candidates, lock-step waiting", max(solve_s - ipm_s * iters, 0.0), 0.0,
-                     rate, batch))
     rows.append(_row("sampling", _time_part(sample, (states.mu, keys)), _flops(sample, (states.mu, keys)), rate, batch))
     rows.append(_row("environment", _time_part(lambda z, kk, a: observe(kk, a) + z[:, None], (z, keys, actions)),
                      _flops(observe, (keys, actions)), rate, batch))
-    total = _round_total(env, params, agent, batch, horizon=100)
-    rows.append(_row("bookkeeping (round total - parts)", max(total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0),
-                     0.0, rate, batch))
+    total = _round_total(env, params, agent, batch)
+    rows.append(_row("rest (round total - parts; < 0: parts alone cost more)",
+                     total * batch - sum(r["us"] for r in rows) * 1e-6 * batch, 0.0, rate, batch))
     rows.append(_row("round total (rollout)", total * batch, sum(r["flops"] for r in rows) * batch, rate, batch))
     return rows
 
 
 def print_breakdown(title, rows):
     print(f"  {title}")
-    print(f"    {'part':58s} {'us/seed-round':>13s} {'FLOP/seed-round':>15s} {'of matmul rate':>14s}")
+    print(f"    {'part':66s} {'us/seed-round':>13s} {'FLOP/seed-round':>15s} {'of matmul rate':>14s}")
     for r in rows:
-        print(f"    {r['part']:58s} {r['us']:13.3f} {r['flops']:15,.0f} {r['fraction_of_matmul_rate']:14.2e}")
+        print(f"    {r['part']:66s} {r['us']:13.3f} {r['flops']:15,.0f} {r['fraction_of_matmul_rate']:14.2e}")
 
 
 def main():
@@ -306,7 +328,7 @@ def main():
     ap.add_argument("--horizon", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seeds", default="1,100,1000,10000")
-    ap.add_argument("--shapes", default="exp1,exp2")
+    ap.add_argument("--shapes", default="exp1,exp2", help="linear shapes (empty: none)")
     ap.add_argument("--agents", default="anytime-e2d,e2d",
                     help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas)")
     ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
@@ -316,6 +338,7 @@ def main():
     ap.add_argument("--json", default=None, help="written after every row (a stopped run keeps what it measured)")
     args = ap.parse_args()
     args.breakdown = args.breakdown or args.breakdown_only
+    shapes = [s for s in args.shapes.split(",") if s]
 
     def dump():
         if args.json:
@@ -326,7 +349,7 @@ def main():
               "horizon": args.horizon, "rows": [], "breakdown": {}}
     print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}  horizon {args.horizon}")
     print(f"{'shape':6s} {'agent':12s} {'seeds':>6s} {'compile_s':>9s} {'run_s':>9s} {'seed_rounds/s':>14s}")
-    for shape in ([] if args.breakdown_only else args.shapes.split(",")):
+    for shape in ([] if args.breakdown_only else shapes):
         d, k = SHAPES[shape]
         params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
         agents = {"anytime-e2d": lambda: anytime_e2d(), "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon),
@@ -347,7 +370,7 @@ def main():
         report["matmul_flops_per_s"] = rate
         batch = args.breakdown_batch or lanes_for(jax.devices()[0])
         print(f"breakdown: {batch} seeds in one call on one device; float32 matmul rate {rate / 1e9:.1f} GFLOP/s")
-        for shape in args.shapes.split(","):
+        for shape in shapes:
             rows = breakdown_linear(shape, rate, batch)
             report["breakdown"][f"anytime-e2d {shape}"] = rows
             dump()

@@ -107,15 +107,34 @@ def _ipm_start(a, b) -> _IPMState:
                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
 
 
-def _ipm_step(a, b, st: _IPMState) -> _IPMState:
-    """One predictor-corrector iteration of :func:`solve_game_ipm` and its certificate."""
+#: Largest K^2 M for which the interior-point step forms B E B^T from the precomputed outer
+#: products of B's columns (one (K^2, M) matrix-vector product a step) instead of a (K, M) x
+#: (M, K) product: measured on the 2-core CPU (64 seeds x 3 games of 5 x 30 in one call),
+#: 16 us against 72 us a call, where XLA:CPU hands the batched small product to a library
+#: kernel. Above it the outer products would cost more memory than they save.
+OUTER_MAX = 1 << 16
+
+
+def _ipm_outer(b):
+    """B's column outer products as a (K^2, M) matrix, or None above OUTER_MAX."""
+    k, m = b.shape
+    if k * k * m > OUTER_MAX:
+        return None
+    return (b[:, None, :] * b[None, :, :]).reshape(k * k, m)
+
+
+def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
+    """One predictor-corrector iteration of :func:`solve_game_ipm` and its certificate
+    (``outer``: :func:`_ipm_outer` of ``b``, or None)."""
     k, m = a.shape
     dtype = a.dtype
     n_comp = k + m
 
     def factor(st):
         e = st.y / st.w
-        mat = (b * e) @ b.T + jnp.diag(st.z / st.x)
+        # B E B^T = sum_m e_m b_m b_m^T (exactly symmetric).
+        bebt = (b * e) @ b.T if outer is None else (outer @ e).reshape(k, k)
+        mat = bebt + jnp.diag(st.z / st.x)
         mat = mat + st.ridge * jnp.max(jnp.diagonal(mat)) * jnp.eye(k, dtype=dtype)
         return e, mat, _linalg.psd_cholesky(mat)
 
@@ -188,6 +207,7 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
     where E becomes ill-conditioned; the best certified pair so far is returned).
     """
     b = _ipm_scaled(a)
+    outer = _ipm_outer(b)
     state = _ipm_start(a, b)
 
     def converged(st):
@@ -197,7 +217,7 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
         return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
 
     def body(st):
-        return _ipm_step(a, b, st)
+        return _ipm_step(a, b, st, outer)
 
     st = lax.while_loop(cond, body, state)
     status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
