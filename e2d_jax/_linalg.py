@@ -5,8 +5,15 @@ XLA on CPU runs a batched LAPACK call once per matrix, which for the 3x3 systems
 paper's Experiment 1 costs about 0.7 us each; a Cholesky factorisation unrolled in Python over
 the (static) dimension turns into a few dozen elementwise operations across the whole batch
 and is about 8x faster (measured: 83 us vs 681 us for 1,000 3x3 solves with 10 right-hand
-sides, float32, 2-core CPU). Above ``UNROLL_MAX_DIM`` the unrolled graph grows quadratically
-and the library call wins, so we fall back to ``jax.scipy.linalg.cho_solve``.
+sides, float32, 2-core CPU). Each pivot is inverted once and the other entries are multiplied
+by its reciprocal: XLA does not duplicate a division into several consumers, so every
+division was a fusion (a kernel launch) of its own; with reciprocals the graph fuses into
+fewer kernels (measured, interleaved A/B of 64-seed rollouts on the 2-core CPU: finite-mab
+Anytime-E2D, whose interior-point step factors a 5x5 matrix and solves with it four times,
+1.10x for the substitutions and 1.15x more for the factorisation; linear Exp. 1 / Exp. 2
+shapes 1.05x / 1.10x). The answers differ from division's by an ulp or so. Above
+``UNROLL_MAX_DIM`` the unrolled graph grows quadratically and the library call wins, so we
+fall back to ``jax.scipy.linalg.cho_solve``.
 """
 from __future__ import annotations
 
@@ -57,29 +64,31 @@ def _cholesky_entries(v):
         for k in range(j):
             s = s - low[j][k] * low[j][k]
         low[j][j] = jnp.sqrt(jnp.maximum(s, floor))
+        rj = 1.0 / low[j][j]
         for i in range(j + 1, d):
             s = v[..., i, j]
             for k in range(j):
                 s = s - low[i][k] * low[j][k]
-            low[i][j] = s / low[j][j]
+            low[i][j] = s * rj
     return low
 
 
 def _substitute(low, rhs):
     """Solves (L L^T) x = rhs with L given entry-wise (nested list), rhs (..., d, k)."""
     d = len(low)
+    r = [1.0 / low[i][i][..., None] for i in range(d)]
     y = [None] * d
     for i in range(d):
         s = rhs[..., i, :]
         for k in range(i):
             s = s - low[i][k][..., None] * y[k]
-        y[i] = s / low[i][i][..., None]
+        y[i] = s * r[i]
     x = [None] * d
     for i in reversed(range(d)):
         s = y[i]
         for k in range(i + 1, d):
             s = s - low[k][i][..., None] * x[k]
-        x[i] = s / low[i][i][..., None]
+        x[i] = s * r[i]
     return jnp.stack(x, axis=-2)
 
 

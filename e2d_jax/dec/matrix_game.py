@@ -107,18 +107,21 @@ def _ipm_start(a, b) -> _IPMState:
                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
 
 
-#: Largest K^2 M for which the interior-point step forms B E B^T from the precomputed outer
-#: products of B's columns (one (K^2, M) matrix-vector product a step) instead of a (K, M) x
-#: (M, K) product: measured on the 2-core CPU (64 seeds x 3 games of 5 x 30 in one call),
-#: 16 us against 72 us a call, where XLA:CPU hands the batched small product to a library
-#: kernel. Above it the outer products would cost more memory than they save.
+#: Largest K (min player's actions) for which the interior-point step forms B E B^T from the
+#: precomputed outer products of B's columns, one (K^2, M) matrix-vector product a step,
+#: instead of a (K, M) x (M, K) product. Measured on the 2-core CPU, finite Anytime-E2D
+#: rollouts of 64 seeds, interleaved A/B: K=5, M=30 11.1k vs 10.3k seed-rounds/s (the
+#: batched 5 x 30 x 5 products go to a slow library kernel: 72 us vs 16 us a call for 64 x 3
+#: games); K=10, M=30 5.6k vs 6.2k (slower). Also capped by the outer products' size, K^2 M.
+OUTER_MAX_ACTIONS = 5
 OUTER_MAX = 1 << 16
 
 
 def _ipm_outer(b):
-    """B's column outer products as a (K^2, M) matrix, or None above OUTER_MAX."""
+    """B's column outer products as a (K^2, M) matrix, or None (K above OUTER_MAX_ACTIONS, or
+    K^2 M above OUTER_MAX)."""
     k, m = b.shape
-    if k * k * m > OUTER_MAX:
+    if k > OUTER_MAX_ACTIONS or k * k * m > OUTER_MAX:
         return None
     return (b[:, None, :] * b[None, :, :]).reshape(k * k, m)
 
