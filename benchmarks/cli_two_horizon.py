@@ -40,7 +40,8 @@ for case in a.cases.split(","):
         if a.host_devices > 1:
             cmd += ["--host-devices", str(a.host_devices)]
         t = time.perf_counter()
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        # From ROOT: `python -c` puts the working directory first on sys.path, ahead of PYTHONPATH.
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=a.root)
         wall = time.perf_counter() - t
         if r.returncode != 0:
             print(case, h, "FAILED", r.stderr[-2000:]); break

@@ -7,11 +7,22 @@ Experiment-2 instance (d=30, K=10), float32, horizon ``--horizon`` recorded ever
 at 1, 100, 1,000 and 10,000 seeds in one jitted ``vmap``. Compile time apart (AOT); run time
 the median of ``--repeats`` calls.
 
-Breakdown (``--breakdown``): the same batch of 1,000 problems timed piece by piece, per
-problem: one gradient of the saddle Lagrangian, one mirror-prox iteration, one certificate
-(exact objective by the two-point formula plus two lower bounds; a round's check makes
-three), and UCB's whole round
-(ridge update, environment, sampling: the non-solver part of a round).
+Breakdown (``--breakdown``, ``--breakdown-only``): where one Anytime-E2D seed-round goes, on
+one device, ``simulate.lanes_for(device)`` seeds per call (64 on a CPU): each part of a round
+timed alone in a jitted loop on a batch of states taken from play (after 100 rounds for the
+linear shapes, 300 for the finite classes), with XLA's FLOP count and the fraction of the
+machine's float32 matrix-multiply rate (measured in the same run, ``matmul_rate``) that those
+FLOPs in that time make; the round total is the rollout's, from the difference of two
+horizons (rounds 200-400), and 'rest' is the total minus the parts (negative where the parts
+alone, each with its own launches, cost more than inside the round).
+  Linear shapes: ridge update; the mirror-prox steps; the certificate (three evaluations a
+  check); the solver's set-up and loop control; sampling; environment.
+  Finite classes (``--finite``): EWA update; the estimate (a sampled f and its gap and
+  information matrices); the lambda search continued from the sampled model's memory with
+  the refinement switched off (the memory's bounds, the exact value of the candidates), and
+  the refinement chunks (the full search minus that; every seed waits for the batch's
+  longest search); reading and writing back the per-model memory; sampling; environment.
+``--shapes ""`` leaves the linear shapes out.
 
 Run:  python benchmarks/e2d_throughput.py [--horizon 2000] [--seeds 1,100,1000,10000]
       [--breakdown] [--json out.json]
@@ -20,8 +31,8 @@ Sharded over the cores (what ``e2d-jax run --host-devices 2`` does): prefix the 
 ``XLA_FLAGS=--xla_force_host_platform_device_count=2``; every batch of an even number of
 seeds is then split over two XLA CPU devices (the device list is printed first).
 
-Typical printout: see README.md and the linear-DEC issue's closing note (2-core x86-64 CPU,
-jax 0.10.2).
+Typical printout: README.md 'Speed' and benchmarks/results/e2d_breakdown_cpu2.log (2-core
+x86-64 CPU, jax 0.10.2); on an NVIDIA H200 benchmarks/results/h200/e2d_breakdown*.json.
 """
 from __future__ import annotations
 

@@ -5,13 +5,17 @@ XLA on CPU runs a batched LAPACK call once per matrix, which for the 3x3 systems
 paper's Experiment 1 costs about 0.7 us each; a Cholesky factorisation unrolled in Python over
 the (static) dimension turns into a few dozen elementwise operations across the whole batch
 and is about 8x faster (measured: 83 us vs 681 us for 1,000 3x3 solves with 10 right-hand
-sides, float32, 2-core CPU). Each pivot is inverted once and the other entries are multiplied
-by its reciprocal: XLA does not duplicate a division into several consumers, so every
-division was a fusion (a kernel launch) of its own; with reciprocals the graph fuses into
-fewer kernels (measured, interleaved A/B of 64-seed rollouts on the 2-core CPU: finite-mab
-Anytime-E2D, whose interior-point step factors a 5x5 matrix and solves with it four times,
-1.10x for the substitutions and 1.15x more for the factorisation; linear Exp. 1 / Exp. 2
-shapes 1.05x / 1.10x). The answers differ from division's by an ulp or so. Above
+sides, float32, 2-core CPU). With ``reciprocal=True`` each pivot is inverted once and the
+other entries are multiplied by its reciprocal: XLA does not duplicate a division into
+several consumers, so every division is a fusion (a kernel launch) of its own, and with
+reciprocals the graph fuses into fewer kernels. Measured, interleaved A/B of 64-seed
+rollouts on the 2-core CPU: finite-mab Anytime-E2D, whose interior-point step factors a 5x5
+matrix and solves with it four times, 1.10x for the substitutions and 1.15x more for the
+factorisation, so the interior-point step uses it for K <= 5 (at K = 10 it was 1.2x
+slower: ``matrix_game.SMALL_ACTIONS``); on the linear shapes the same A/B said
+1.05x / 1.10x, but through the CLI at 1,000 seeds the Exp. 2 shape measured 11.5k-14.1k
+against 14.3k-17.7k seed-rounds/s without it, so the linear solves (``psd_solve``) and TS
+keep the division. The answers differ from division's by an ulp or so. Above
 ``UNROLL_MAX_DIM`` the unrolled graph grows quadratically and the library call wins, so we
 fall back to ``jax.scipy.linalg.cho_solve``.
 """
@@ -54,8 +58,9 @@ def _pivot_floor(v):
     return jnp.finfo(v.dtype).eps * d * diag
 
 
-def _cholesky_entries(v):
-    """Lower Cholesky factor of ``v`` (..., d, d) as a nested list of (...,) arrays."""
+def _cholesky_entries(v, reciprocal=False):
+    """Lower Cholesky factor of ``v`` (..., d, d) as a nested list of (...,) arrays
+    (``reciprocal``: multiply by each pivot's reciprocal instead of dividing, see above)."""
     d = v.shape[-1]
     floor = _pivot_floor(v)
     low = [[None] * d for _ in range(d)]
@@ -64,31 +69,35 @@ def _cholesky_entries(v):
         for k in range(j):
             s = s - low[j][k] * low[j][k]
         low[j][j] = jnp.sqrt(jnp.maximum(s, floor))
-        rj = 1.0 / low[j][j]
+        rj = 1.0 / low[j][j] if reciprocal else None
         for i in range(j + 1, d):
             s = v[..., i, j]
             for k in range(j):
                 s = s - low[i][k] * low[j][k]
-            low[i][j] = s * rj
+            low[i][j] = s * rj if reciprocal else s / low[j][j]
     return low
 
 
-def _substitute(low, rhs):
+def _substitute(low, rhs, reciprocal=False):
     """Solves (L L^T) x = rhs with L given entry-wise (nested list), rhs (..., d, k)."""
     d = len(low)
-    r = [1.0 / low[i][i][..., None] for i in range(d)]
+    if reciprocal:
+        r = [1.0 / low[i][i][..., None] for i in range(d)]
+        div = lambda s, i: s * r[i]
+    else:
+        div = lambda s, i: s / low[i][i][..., None]
     y = [None] * d
     for i in range(d):
         s = rhs[..., i, :]
         for k in range(i):
             s = s - low[i][k][..., None] * y[k]
-        y[i] = s * r[i]
+        y[i] = div(s, i)
     x = [None] * d
     for i in reversed(range(d)):
         s = y[i]
         for k in range(i + 1, d):
             s = s - low[k][i][..., None] * x[k]
-        x[i] = s * r[i]
+        x[i] = div(s, i)
     return jnp.stack(x, axis=-2)
 
 
@@ -117,18 +126,19 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     return _substitute(_cholesky_entries(v), rhs)
 
 
-def psd_cholesky(v: jax.Array) -> jax.Array:
-    """Lower Cholesky factor (..., d, d) of a symmetric positive-definite matrix."""
+def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
+    """Lower Cholesky factor (..., d, d) of a symmetric positive-definite matrix
+    (``reciprocal``: see the module docstring)."""
     d = v.shape[-1]
     if d > UNROLL_MAX_DIM:
         return jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype))
-    low = _cholesky_entries(v)
+    low = _cholesky_entries(v, reciprocal)
     zero = jnp.zeros_like(v[..., 0, 0])
     rows = [jnp.stack([low[i][j] if j <= i else zero for j in range(d)], -1) for i in range(d)]
     return jnp.stack(rows, axis=-2)
 
 
-def cholesky_solve(low: jax.Array, rhs: jax.Array) -> jax.Array:
+def cholesky_solve(low: jax.Array, rhs: jax.Array, reciprocal: bool = False) -> jax.Array:
     """Solves ``(L L^T) x = rhs`` for a lower factor ``low`` (d, d) from :func:`psd_cholesky`.
 
     ``rhs`` is (d,) or (d, k); unrolled over d like :func:`psd_solve` (LAPACK above
@@ -140,5 +150,5 @@ def cholesky_solve(low: jax.Array, rhs: jax.Array) -> jax.Array:
     if d > UNROLL_MAX_DIM:
         x = jax.scipy.linalg.cho_solve((low, True), rhs2)
     else:
-        x = _substitute([[low[..., i, j] for j in range(d)] for i in range(d)], rhs2)
+        x = _substitute([[low[..., i, j] for j in range(d)] for i in range(d)], rhs2, reciprocal)
     return x[..., 0] if vector else x

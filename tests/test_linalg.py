@@ -43,3 +43,24 @@ def test_psd_solve_singular_matrix_stays_finite(d):
     x = np.asarray(_linalg.psd_solve(v, rhs))
     assert np.all(np.isfinite(x))
     np.testing.assert_allclose(np.asarray(v, np.float64) @ x, np.asarray(rhs), atol=1e-4 * (1 + np.abs(x).max()))
+
+
+# 5 and 10: the interior-point step's K for finite-mab and finite-revealing; 32: LAPACK.
+@pytest.mark.parametrize("reciprocal", [False, True])
+@pytest.mark.parametrize("d", [1, 5, 10, 32])
+def test_cholesky_solve_matches_float64_reference(d, reciprocal):
+    """psd_cholesky + cholesky_solve (the interior-point step's solve, reciprocal pivots or
+    division), vector and matrix right-hand sides."""
+    v = _spd(jax.random.key(7 + d), 6, d)
+    rhs = jax.random.normal(jax.random.key(200 + d), (6, d), jnp.float32)
+    ref = np.linalg.solve(np.asarray(v, np.float64), np.asarray(rhs, np.float64)[..., None])[..., 0]
+    cond = np.linalg.cond(np.asarray(v, np.float64))
+    solve = jax.jit(jax.vmap(lambda v, r: _linalg.cholesky_solve(_linalg.psd_cholesky(v, reciprocal), r, reciprocal)))
+    x = np.asarray(solve(v, rhs))
+    tol = 50 * d * np.finfo(np.float32).eps * cond.max()
+    np.testing.assert_allclose(x, ref, atol=tol * np.abs(ref).max(), rtol=0)
+    low = np.asarray(jax.jit(jax.vmap(lambda v: _linalg.psd_cholesky(v, reciprocal)))(v), np.float64)
+    np.testing.assert_allclose(low, np.linalg.cholesky(np.asarray(v, np.float64)), atol=1e-4 * np.abs(low).max())
+    xm = np.asarray(jax.vmap(lambda v, r: _linalg.cholesky_solve(_linalg.psd_cholesky(v, reciprocal), r[:, None],
+                                                                  reciprocal))(v, rhs))[..., 0]
+    np.testing.assert_allclose(xm, x, rtol=1e-5, atol=1e-5 * np.abs(x).max())

@@ -107,21 +107,26 @@ def _ipm_start(a, b) -> _IPMState:
                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
 
 
-#: Largest K (min player's actions) for which the interior-point step forms B E B^T from the
-#: precomputed outer products of B's columns, one (K^2, M) matrix-vector product a step,
-#: instead of a (K, M) x (M, K) product. Measured on the 2-core CPU, finite Anytime-E2D
-#: rollouts of 64 seeds, interleaved A/B: K=5, M=30 11.1k vs 10.3k seed-rounds/s (the
-#: batched 5 x 30 x 5 products go to a slow library kernel: 72 us vs 16 us a call for 64 x 3
-#: games); K=10, M=30 5.6k vs 6.2k (slower). Also capped by the outer products' size, K^2 M.
-OUTER_MAX_ACTIONS = 5
+#: Largest K (the min player's actions) for which the interior-point step uses its two
+#: small-K forms, both measured by interleaved A/B of 64-seed finite Anytime-E2D rollouts on
+#: the 2-core CPU (same regret):
+#: * B E B^T from the precomputed outer products of B's columns, one (K^2, M) matrix-vector
+#:   product a step, instead of a (K, M) x (M, K) product: K=5, M=30 11.1k vs 10.3k
+#:   seed-rounds/s (XLA:CPU hands the batched 5 x 30 x 5 products to a library kernel, 72 us
+#:   vs 16 us a call for 64 x 3 games); K=10 5.6k vs 6.2k (slower);
+#: * the Cholesky factor and its solves by each pivot's reciprocal (``_linalg``'s
+#:   ``reciprocal=True``): K=5 1.10x (solves) and 1.15x more (factor); K=10 5.0k vs 6.1k
+#:   (slower).
+#: The outer products are also capped by their size, K^2 M <= OUTER_MAX.
+SMALL_ACTIONS = 5
 OUTER_MAX = 1 << 16
 
 
 def _ipm_outer(b):
-    """B's column outer products as a (K^2, M) matrix, or None (K above OUTER_MAX_ACTIONS, or
+    """B's column outer products as a (K^2, M) matrix, or None (K above SMALL_ACTIONS, or
     K^2 M above OUTER_MAX)."""
     k, m = b.shape
-    if k > OUTER_MAX_ACTIONS or k * k * m > OUTER_MAX:
+    if k > SMALL_ACTIONS or k * k * m > OUTER_MAX:
         return None
     return (b[:, None, :] * b[None, :, :]).reshape(k * k, m)
 
@@ -132,6 +137,7 @@ def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
     k, m = a.shape
     dtype = a.dtype
     n_comp = k + m
+    recip = k <= SMALL_ACTIONS
 
     def factor(st):
         e = st.y / st.w
@@ -139,15 +145,15 @@ def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
         bebt = (b * e) @ b.T if outer is None else (outer @ e).reshape(k, k)
         mat = bebt + jnp.diag(st.z / st.x)
         mat = mat + st.ridge * jnp.max(jnp.diagonal(mat)) * jnp.eye(k, dtype=dtype)
-        return e, mat, _linalg.psd_cholesky(mat)
+        return e, mat, _linalg.psd_cholesky(mat, reciprocal=recip)
 
     def newton(st, fac, rp, rd, r_xz, r_yw):
         e, mat, low = fac
         rhs = rd + b @ (e * rp - r_yw / st.w) + r_xz / st.x
-        dx = _linalg.cholesky_solve(low, rhs)
+        dx = _linalg.cholesky_solve(low, rhs, reciprocal=recip)
         # One step of iterative refinement: recovers most of the accuracy the ill-conditioned
         # normal matrix costs near the optimum (float32 especially).
-        dx = dx + _linalg.cholesky_solve(low, rhs - mat @ dx)
+        dx = dx + _linalg.cholesky_solve(low, rhs - mat @ dx, reciprocal=recip)
         dw = rp - b.T @ dx
         dy = (r_yw - st.y * dw) / st.w
         dz = (r_xz - st.z * dx) / st.x
