@@ -59,8 +59,13 @@ def test_cholesky_solve_matches_float64_reference(d, reciprocal):
     x = np.asarray(solve(v, rhs))
     tol = 50 * d * np.finfo(np.float32).eps * cond.max()
     np.testing.assert_allclose(x, ref, atol=tol * np.abs(ref).max(), rtol=0)
+    # The factor is backward stable: L L^T = v up to a small multiple of d eps |v| (this
+    # includes the pivot floor's shift, eps d max v_ii); lower triangular.
     low = np.asarray(jax.jit(jax.vmap(lambda v: _linalg.psd_cholesky(v, reciprocal)))(v), np.float64)
-    np.testing.assert_allclose(low, np.linalg.cholesky(np.asarray(v, np.float64)), atol=1e-4 * np.abs(low).max())
+    v64 = np.asarray(v, np.float64)
+    np.testing.assert_allclose(low @ np.swapaxes(low, -1, -2), v64, rtol=0,
+                               atol=50 * d * np.finfo(np.float32).eps * np.abs(v64).max())
+    assert np.all(np.triu(low, 1) == 0.0)
     xm = np.asarray(jax.vmap(lambda v, r: _linalg.cholesky_solve(_linalg.psd_cholesky(v, reciprocal), r[:, None],
                                                                   reciprocal))(v, rhs))[..., 0]
     np.testing.assert_allclose(xm, x, rtol=1e-5, atol=1e-5 * np.abs(x).max())
