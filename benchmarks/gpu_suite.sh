@@ -30,7 +30,7 @@ step() {  # step SECONDS NAME COMMAND...
 step 15 info bash -c 'nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null;
     '"$PY"' -c "import jax, jaxlib, platform; print(\"jax\", jax.__version__, \"python\", platform.python_version(), jax.devices())"'
 # The speed issue's measure: Anytime-E2D through the CLI at 1,000 seeds, two horizons per case.
-step 240 cli_four "$PY" benchmarks/cli_two_horizon.py "$PWD" gpu --python "$PY" --seeds "$ISSUE_SEEDS" \
+step 240 cli_four "$PY" benchmarks/cli_two_horizon.py "gpu=$PWD" --repeats 1 --seeds "$ISSUE_SEEDS" \
     --json "$OUT/cli_1000seeds.json"
 step 260 breakdown_finite "$PY" benchmarks/e2d_throughput.py --breakdown-only --shapes "" ${BB:+--breakdown-batch $BB} \
     --json "$OUT/e2d_breakdown_finite.json"

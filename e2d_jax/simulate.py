@@ -480,7 +480,8 @@ def simulate(
         Per-seed results are the same bits for every number of seeds, ``first_seed`` and
         device count at one ``lanes`` value; another value may change the last bits.
       first_seed: index of the first seed.
-      devices: devices to shard the seed axis over (default: all of ``jax.devices()``).
+      devices: devices to shard the seed axis over (default: all of ``jax.devices()``; only the
+        first ceil(num_seeds / lanes) of them are used).
       instances: whether ``env_params`` has a leading instance axis.
       hparams: ``{name: values (H,)}`` hyperparameter cells (see :func:`hparam_grid`), a
         vmapped axis of one compiled function; the factory gets ``name=value`` per cell.
@@ -510,7 +511,11 @@ def simulate(
         width = lanes_for(device_list[0], max(1, n_cells) * n_inst)
     else:
         width = V.check_int("lanes", lanes, minimum=1)
-    batch = width * n_dev  # seeds per call: `width` on every device
+    # Only as many devices as the seeds fill: a device that would run padding alone would cost
+    # a compile and its run for nothing (per-seed bits do not depend on the device count).
+    n_dev = max(1, min(n_dev, math.ceil(num_seeds / width)))
+    device_list = device_list[:n_dev]
+    batch = width * n_dev  # seeds per call: `width` on every device used
     indices = np.arange(first_seed, first_seed + num_seeds)
     n_batches = int(math.ceil(num_seeds / batch))
     # Pad by repeating the seed indices cyclically (the padding is run and discarded).

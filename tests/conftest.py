@@ -20,6 +20,10 @@ import jax
 import pytest
 
 jax.config.update("jax_enable_x64", True)
+# Start the backend now: an in-process ``cli.main`` run first in a worker would otherwise set
+# the CLI's default ``--host-devices auto`` into XLA_FLAGS before JAX started, and every later
+# test of that worker would run on several CPU devices.
+jax.devices()
 
 os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))
 

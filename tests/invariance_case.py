@@ -13,6 +13,10 @@ import numpy as np
 
 HORIZON = 40
 SEEDS = 12
+#: Seeds per call and device in the device-count test: 12 seeds fill 3 devices at 4 lanes
+#: (``simulate`` uses only the devices the seeds fill, so at the default 64 lanes 12 seeds
+#: would run on one device and the split would go untested).
+SPLIT_LANES = 4
 
 #: (environment name, its sizes, agent name); one E2D agent of each family, Anytime-E2D on a
 #: d > K instance (the observable span), and TS (a LAPACK-free linear baseline).
@@ -32,7 +36,7 @@ def case_id(case) -> str:
     return f"{env}-{'-'.join(f'{k}{v}' for k, v in sizes.items())}-{agent}"
 
 
-def run_case(case, num_seeds=SEEDS, first_seed=0, devices=None):
+def run_case(case, num_seeds=SEEDS, first_seed=0, devices=None, lanes=None):
     """The result tree of seeds ``first_seed .. first_seed + num_seeds - 1`` (NumPy)."""
     from e2d_jax import registry
     from e2d_jax.simulate import simulate
@@ -41,7 +45,7 @@ def run_case(case, num_seeds=SEEDS, first_seed=0, devices=None):
     env, params = registry.build_env(registry.EnvSpec(name=env_name, dtype="float32", **sizes))
     agent = registry.build_agent(registry.parse_agent(agent_name, HORIZON), env.model(params))
     sim = simulate(env, params, agent, horizon=HORIZON, num_seeds=num_seeds, first_seed=first_seed,
-                   record_every=10, devices=devices)
+                   record_every=10, devices=devices, lanes=lanes)
     return sim.result
 
 
@@ -52,10 +56,10 @@ def flatten(result) -> dict:
     return {f"leaf{i}": np.asarray(x) for i, x in enumerate(leaves)}
 
 
-def main(path):
+def main(path, lanes=None):
     out = {}
     for case in CASES:
-        for name, arr in flatten(run_case(case)).items():
+        for name, arr in flatten(run_case(case, lanes=lanes)).items():
             out[f"{case_id(case)}/{name}"] = arr
     np.savez(path, **out)
 
@@ -65,4 +69,5 @@ if __name__ == "__main__":
         import jax
 
         jax.config.update("jax_enable_x64", True)
-    main(sys.argv[1])
+    lanes = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--lanes=")), None)
+    main(sys.argv[1], lanes)

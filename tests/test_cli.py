@@ -83,23 +83,45 @@ def test_console_script_entry_point(tmp_path):
 
 
 def test_host_devices_shard_with_identical_results(tmp_path):
-    """--host-devices 2 splits the CPU into two XLA devices; per-seed results equal those of the
-    default single-device run exactly. Each run is a fresh process (the device count is fixed
-    when JAX starts)."""
+    """--host-devices 2 splits the CPU into two XLA devices; per-seed results equal those of a
+    one-device run exactly (70 seeds: more than one device's 64 lanes, so both devices run).
+    The default (auto) is one device per usable core. Each run is a fresh process (the device
+    count is fixed when JAX starts)."""
     import pandas as pd
 
+    from e2d_jax.cli import usable_cores
+
     base = [sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--d", "3", "--arms", "5",
-            "--horizon", "30", "--seeds", "5", "--agents", "ts", "--record-every", "10"]
+            "--horizon", "30", "--seeds", "70", "--agents", "ts", "--record-every", "10"]
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     runs = {}
-    for label, extra in (("default", []), ("two", ["--host-devices", "2"])):
+    for label, extra in (("one", ["--host-devices", "1"]), ("two", ["--host-devices", "2"]), ("auto", [])):
         out = tmp_path / label
         proc = subprocess.run(base + ["--out", str(out), *extra], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr
         runs[label] = (json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "results.parquet"))
-    assert runs["default"][0]["device"] == ["cpu:0"]
+    assert runs["one"][0]["device"] == ["cpu:0"]
     assert runs["two"][0]["device"] == ["cpu:0", "cpu:1"]
-    pd.testing.assert_frame_equal(runs["default"][1], runs["two"][1])
+    assert runs["auto"][0]["device"] == [f"cpu:{i}" for i in range(usable_cores())]
+    pd.testing.assert_frame_equal(runs["one"][1], runs["two"][1])
+    pd.testing.assert_frame_equal(runs["one"][1], runs["auto"][1])
+
+
+def test_host_devices_argument():
+    """'auto' or a positive integer; anything else is exit-2 input naming the flag; auto is one
+    device with the ray executor (its tasks spread over the cores)."""
+    import argparse
+
+    from e2d_jax.cli import _host_devices, host_device_count, usable_cores
+
+    assert _host_devices("auto") == "auto" and _host_devices("3") == 3
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--host-devices"):
+            _host_devices(bad)
+    ns = argparse.Namespace
+    assert host_device_count(ns(host_devices="auto", executor="local")) == usable_cores()
+    assert host_device_count(ns(host_devices="auto", executor="ray")) == 1
+    assert host_device_count(ns(host_devices=3, executor="ray")) == 3
 
 
 def test_small_run_on_four_host_devices(tmp_path):

@@ -44,19 +44,20 @@ def test_a_seeds_bits_do_not_depend_on_the_seeds_beside_it(case):
 @pytest.mark.parametrize("devices", [pytest.param(2, marks=pytest.mark.slow), 3])
 def test_device_count_does_not_change_any_seed(tmp_path, devices):
     """All cases on 2 and 3 forced host devices (a fresh process each: the device count is
-    fixed when JAX starts) against one device in this process, bit for bit. The default run
-    keeps 3 (an uneven split; each case compiles afresh there, about 200 s on two cores);
-    2 devices go through the same per-device dispatch and are also checked end to end by
-    ``test_cli.py::test_host_devices_shard_with_identical_results``."""
+    fixed when JAX starts) against one device in this process, bit for bit, at
+    ``SPLIT_LANES`` seeds per call and device, so that the 12 seeds fill every device (3
+    calls of 4 here, one call of 4 per device there). The default run keeps 3 (an uneven
+    split of the CPU's cores); 2 devices go through the same per-device dispatch and are also
+    checked end to end by ``test_cli.py::test_host_devices_shard_with_identical_results``."""
     out = tmp_path / f"dev{devices}.npz"
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
-    proc = subprocess.run([sys.executable, str(Path(C.__file__)), str(out), "--x64"], env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run([sys.executable, str(Path(C.__file__)), str(out), "--x64", f"--lanes={C.SPLIT_LANES}"],
+                          env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     with np.load(out) as z:
         other = {k: z[k] for k in z.files}
     for case in C.CASES:
-        here = C.flatten(C.run_case(case))
+        here = C.flatten(C.run_case(case, lanes=C.SPLIT_LANES))
         for name, arr in here.items():
             key = f"{C.case_id(case)}/{name}"
             assert np.array_equal(arr, other[key]), f"{key} differs on {devices} devices"
