@@ -14,6 +14,7 @@ shared machine single runs of identical code were measured up to 1.5x apart, hen
 
 Run:  python benchmarks/cli_two_horizon.py before=/work/before after=/work/main \\
           [--repeats 2] [--seeds 1000] [--cases exp1,exp2,finite-mab,finite-revealing] [--json OUT]
+      (--cases exp1-paper: Anytime-E2D with the paper's solver, --solver paper)
 
 Results: benchmarks/results/cli_1000seeds_cpu2_*.json.
 """
@@ -24,6 +25,8 @@ CASES = {
     "exp2": (["--env", "semi-bandit", "--d", "30", "--arms", "10"], (500, 1000)),
     "finite-mab": (["--env", "finite-mab"], (100, 200)),
     "finite-revealing": (["--env", "finite-revealing"], (100, 200)),
+    # Not in the default list: the paper's solver preset as the agent's solver.
+    "exp1-paper": (["--env", "semi-bandit", "--d", "3", "--arms", "10", "--solver", "paper"], (200, 400)),
 }
 
 

@@ -4,10 +4,12 @@ Solves ``min_{mu in simplex_K} max_{omega in simplex_N} L(mu, omega)`` for L con
 concave in omega, given
 
 * ``grads(mu, omega) -> (g_mu, g_omega)``: the partial gradients of L;
-* ``certificate(mu, omega) -> (upper, lower)``: ``upper`` = max_omega' L(mu, omega'), the exact
+* ``certificate(mu, omega) -> (upper, lower[, aux...])``: ``upper`` = max_omega' L(mu, omega'), the exact
   objective of ``mu``, and ``lower`` a valid lower bound on the optimal value (for example the
   linearisation bound ``L(mu, omega) + min_pi g_mu[pi] - <g_mu, mu>``, valid for any omega
-  because L(., omega) is convex and below the objective).
+  because L(., omega) is convex and below the objective). Anything the certificate returns
+  after the two bounds (``aux``) is kept for the best ``mu`` and returned as the solution's
+  ``aux`` (e.g. the exact value's minimising lambda, so that it is not computed again).
 
 The iteration is the optimistic ("past extra-gradient") form of Nemirovski's mirror-prox with
 the entropy on both simplices (Rakhlin and Sridharan, 2013; Popov, 1980): one gradient per
@@ -60,6 +62,7 @@ class SaddleState(NamedTuple):
     upper: jax.Array  # () lowest exact objective seen
     lower: jax.Array  # () highest valid lower bound seen
     iter_num: jax.Array  # () int32
+    best_aux: object = ()  # what the certificate returned beside the bounds, at best_mu
 
 
 def _normalise_logits(logits):
@@ -95,14 +98,16 @@ def init(grads, certificate, mu0, omega0, step0=None) -> SaddleState:
     auto = 1.0 / jnp.maximum(spread, 1e-12)
     # step0 <= 0 (or None) means "choose automatically".
     step0 = auto if step0 is None else jnp.where(step0 > 0, step0, auto)
-    del certificate  # the first check certifies; until then the bounds are vacuous
+    # The first check certifies; until then the bounds are vacuous (and the aux NaN).
+    aux = jax.tree_util.tree_map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype),
+                                 jax.eval_shape(certificate, mu0, omega0)[2:])
     dtype = mu0.dtype
     upper, lower = jnp.full((), jnp.inf, dtype), jnp.full((), -jnp.inf, dtype)
     return SaddleState(
         log_mu=log_mu0, log_omega=log_om0, g_mu_prev=g_mu, g_omega_prev=-g_om,
         mu_avg=mu0, omega_avg=omega0, weight=jnp.zeros((), dtype),
         step=jnp.asarray(step0, dtype), best_mu=mu0, best_omega=omega0,
-        upper=upper, lower=lower, iter_num=jnp.zeros((), jnp.int32),
+        upper=upper, lower=lower, iter_num=jnp.zeros((), jnp.int32), best_aux=aux,
     )
 
 
@@ -151,16 +156,18 @@ def _certify(certificate, state: SaddleState) -> SaddleState:
     """Certificates at the last iterate and at the average, then of the best mu so far against
     the averaged max player (often the tightest lower bound); keeps the best of each bound."""
     best_mu, best_om, upper, lower = state.best_mu, state.best_omega, state.upper, state.lower
+    aux = state.best_aux
     for mu, om in ((jnp.exp(state.log_mu), jnp.exp(state.log_omega)), (state.mu_avg, state.omega_avg)):
-        up, lo = certificate(mu, om)
+        up, lo, *extra = certificate(mu, om)
         better = up < upper
         best_mu = jnp.where(better, mu, best_mu)
         best_om = jnp.where(better, om, best_om)
         upper = jnp.where(better, up, upper)
         lower = jnp.maximum(lower, jnp.where(jnp.isfinite(lo), lo, lower))
-    _, lo = certificate(best_mu, state.omega_avg)
+        aux = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), tuple(extra), aux)
+    _, lo, *_ = certificate(best_mu, state.omega_avg)
     lower = jnp.maximum(lower, jnp.where(jnp.isfinite(lo), lo, lower))
-    return state._replace(best_mu=best_mu, best_omega=best_om, upper=upper, lower=lower)
+    return state._replace(best_mu=best_mu, best_omega=best_om, upper=upper, lower=lower, best_aux=aux)
 
 
 class SaddleSolution(NamedTuple):
@@ -172,6 +179,7 @@ class SaddleSolution(NamedTuple):
     iterations: jax.Array
     status: jax.Array
     step: jax.Array
+    aux: object = ()  # the certificate's extra outputs at mu (see ``solve``)
 
 
 def solve(
@@ -206,7 +214,7 @@ def solve(
     return SaddleSolution(
         mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
         gap=state.upper - state.lower, iterations=state.iter_num,
-        status=status, step=state.step,
+        status=status, step=state.step, aux=state.best_aux,
     )
 
 
@@ -234,7 +242,14 @@ def run_certified(state, step_fn, certify_fn, *, maxiter, check_every, rtol, ato
         s = lax.fori_loop(0, check_every, lambda _, x: step_fn(x), s)
         return certify_fn(s), k + 1
 
-    state, _ = lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
+    if n_checks == 1:
+        # One block runs whatever the data (the loop always runs its first block): no loop, so
+        # under vmap no per-lane select of every state entry after it. Same bits; measured
+        # 1.11x (Exp. 1 shape) and 1.18x (Exp. 2) for the agents' default budget of one block
+        # (interleaved A/B of 64-seed Anytime-E2D rollouts, 2-core CPU).
+        state, _ = body((state, jnp.zeros((), jnp.int32)))
+    else:
+        state, _ = lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
     finite = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
     status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(converged(state), STATUS_OK, STATUS_MAX_ITER))
     return state, status.astype(jnp.int32)
