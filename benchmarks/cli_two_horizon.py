@@ -84,6 +84,7 @@ def main():
                     horizons=hs, rates=[], runs=[]))
                 row["rates"].append(rate)
                 row["runs"].append(runs)
+                json.dump(list(rows.values()), open(a.json or "cli_two_horizon.json", "w"), indent=1)  # so far
                 r1 = runs[1]
                 print(f"rep {rep} {arm['label']:12s} {case:17s} {rate:10.0f} seed-rounds/s  regret@{hs[1]} "
                       f"{r1['regret']:.2f} [{r1['ci'][0]:.2f}, {r1['ci'][1]:.2f}]  run_s {runs[0]['run_s']:.1f}/"
@@ -96,7 +97,7 @@ def main():
         r1 = row["runs"][-1][1]
         print(f"{label:12s} {case:17s} {row['median']:10.0f} ({min(row['rates']):.0f}-{max(row['rates']):.0f})  "
               f"regret {r1['regret']:.2f} [{r1['ci'][0]:.2f}, {r1['ci'][1]:.2f}]")
-    json.dump(out, open(a.json or "cli_two_horizon.json", "w"), indent=1)
+    json.dump(out, open(a.json or "cli_two_horizon.json", "w"), indent=1)  # with the medians
 
 
 if __name__ == "__main__":

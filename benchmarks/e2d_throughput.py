@@ -27,7 +27,7 @@ alone, each with its own launches, cost more than inside the round).
 Run:  python benchmarks/e2d_throughput.py [--horizon 2000] [--seeds 1,100,1000,10000]
       [--breakdown] [--json out.json]
 
-Sharded over the cores (what ``e2d-jax run --host-devices 2`` does): prefix the command with
+Sharded over the cores (what ``e2d-jax run`` does by default on 2 cores): prefix the command with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=2``; every batch of an even number of
 seeds is then split over two XLA CPU devices (the device list is printed first).
 
