@@ -26,7 +26,8 @@ from the certificate, which is re-evaluated every ``check_every`` iterations at 
 iterate and the step-weighted average; the best upper bound and its mu, and the best lower
 bound seen, are kept. The gap ``upper - lower`` is therefore monotone and certified.
 
-Loop: a ``lax.while_loop`` that stops when ``gap <= rtol * |upper| + atol`` or after
+Loop: (one block of ``check_every`` steps and a check, without a loop, when ``maxiter <=
+check_every``, as in the agents' budget; otherwise) a ``lax.while_loop`` that stops when ``gap <= rtol * |upper| + atol`` or after
 ``maxiter`` iterations. Under ``vmap`` the loop runs until the slowest problem stops; finished
 problems keep their values (JAX selects on the batched predicate).
 """
