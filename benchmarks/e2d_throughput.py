@@ -51,7 +51,8 @@ from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
 from e2d_jax.dec import linear as L
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
-from e2d_jax.simulate import make_batched_rollout, run_keys
+from e2d_jax.sim.rollout import run_keys
+from e2d_jax.sim.simulate import make_batched_rollout
 
 SHAPES = {"exp1": (3, 10), "exp2": (30, 10)}
 
@@ -69,7 +70,7 @@ def measure(agent, params, seeds, horizon, repeats):
         times.append(time.perf_counter() - t0)
     run_s = float(np.median(times))
     return dict(seeds=seeds, compile_s=compile_s, run_s=run_s, seed_rounds_per_s=seeds * horizon / run_s,
-                nonfinite=int(np.asarray(out.nonfinite_rounds).sum()))
+                nonfinite=int(np.asarray(out.invalid_rounds).sum()))
 
 
 # --------------------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def _row(name, seconds, flops, rate, batch, per_round=1.0):
 
 def breakdown_linear(shape, rate, batch):
     """Anytime-E2D (the agents' default solver) on the shape's instance: parts of a round."""
-    from e2d_jax.agents.e2d import AGENT_SOLVER
+    from e2d_jax.agents.e2d_linear import AGENT_SOLVER
     from e2d_jax.estimators import ridge
 
     d, k = SHAPES[shape]
@@ -247,16 +248,15 @@ def breakdown_linear(shape, rate, batch):
 def breakdown_finite(env_name, rate, batch):
     """Finite-class Anytime-E2D (EWA, the agents' default search continued from each model's
     memory of solved games) on a CLI class."""
-    from e2d_jax import registry
-    from e2d_jax.agents import finite as AF
+    from e2d_jax.agents import e2d_finite as AF
+    from e2d_jax.experiments import registry
     from e2d_jax.agents import schedules
     from e2d_jax.dec import finite as DF
     from e2d_jax.dec import matrix_game as MG
     from e2d_jax.envs import finite as EF
     from e2d_jax.estimators import ewa
 
-    env, params = registry.build_instances(registry.EnvSpec(env_name, dtype="float32"), [0])
-    params = jax.tree_util.tree_map(lambda x: x[0], params)
+    env, params, _ = registry.build_instance(env_name, 0, dtype="float32")
     model = env.model(params)
     agent = AF.anytime_e2d()
     # States in the middle of the rounds the total is timed over (200-400), as for the linear
@@ -364,7 +364,7 @@ def main():
         d, k = SHAPES[shape]
         params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
         agents = {"anytime-e2d": lambda: anytime_e2d(), "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon),
-                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_BUDGET)}
+                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_SOLVER)}
         for name in args.agents.split(","):
             agent = agents[name]()
             for s in (int(x) for x in args.seeds.split(",")):
@@ -375,7 +375,7 @@ def main():
                 print(f"{shape:6s} {name:12s} {s:6d} {r['compile_s']:9.2f} {r['run_s']:9.3f} "
                       f"{r['seed_rounds_per_s']:14,.0f}", flush=True)
     if args.breakdown:
-        from e2d_jax.simulate import lanes_for
+        from e2d_jax.sim.simulate import lanes_for
 
         rate = matmul_rate()
         report["matmul_flops_per_s"] = rate

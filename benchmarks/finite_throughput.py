@@ -51,7 +51,7 @@ import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-from e2d_jax.agents.finite import AGENT_SOLVER  # noqa: E402
+from e2d_jax.agents.e2d_finite import AGENT_SOLVER  # noqa: E402
 from e2d_jax.dec import finite as dec  # noqa: E402
 from e2d_jax.envs import finite  # noqa: E402
 

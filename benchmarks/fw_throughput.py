@@ -41,7 +41,7 @@ jax.config.update("jax_enable_x64", True)  # instances in float64; the solvers g
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "helpers"))
 from reference import LinearOffsetCvx, linear_acdec_reference, linear_exact_objective  # noqa: E402
 
 from e2d_jax.dec import linear as L  # noqa: E402
@@ -140,7 +140,7 @@ SOLVERS = {
     "offset/fw-100": ("offset", dict(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100), 10000),
     "offset/saddle": ("offset", dict(solver="saddle"), 10000),
     "acdec/saddle (default)": ("acdec", dict(solver="saddle"), 10000),
-    "acdec/fw-grid paper budget": ("acdec", dataclasses.asdict(L.PAPER_BUDGET), 1000),
+    "acdec/fw-grid paper budget": ("acdec", dataclasses.asdict(L.PAPER_SOLVER), 1000),
     "acdec/fw-grid default": ("acdec", dict(solver="fw-grid"), 100),
 }
 

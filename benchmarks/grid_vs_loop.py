@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import e2d_jax as e2d
-from e2d_jax.simulate import clear_compiled_cache
+from e2d_jax.sim.simulate import clear_compiled_cache
 
 
 def main():
@@ -45,11 +45,10 @@ def main():
     values = np.geomspace(0.03, 3.0, args.values)
     batch = jax.vmap(lambda k: e2d.semi_bandit(k, 3, 10, dtype=jnp.float32))(e2d.instance_keys(range(args.instances)))
     one = [jax.tree_util.tree_map(lambda x, i=i: x[i], batch) for i in range(args.instances)]
-    env = e2d.linear.ENVIRONMENT
     kw = dict(horizon=args.horizon, num_seeds=args.seeds, record_every=args.horizon)
 
     def vmapped():
-        sim = e2d.simulate(env, batch, e2d.anytime_e2d, instances=True, hparams={"eps2_scale": values}, **kw)
+        sim = e2d.simulate(batch, e2d.anytime_e2d, instances=True, hparams={"eps2_scale": values}, **kw)
         return sim.compile_seconds, np.asarray(sim.result.regret[..., -1])
 
     def loop_cached():
@@ -57,7 +56,7 @@ def main():
         comp = 0.0
         for c, v in enumerate(values):
             for i, p in enumerate(one):
-                sim = e2d.simulate(env, p, e2d.anytime_e2d, hparams={"eps2_scale": [v]}, **kw)
+                sim = e2d.simulate(p, e2d.anytime_e2d, hparams={"eps2_scale": [v]}, **kw)
                 comp += sim.compile_seconds
                 out[c, i] = sim.result.regret[0, :, -1]
         return comp, out
@@ -68,7 +67,7 @@ def main():
         for c, v in enumerate(values):
             agent = e2d.anytime_e2d(eps2_scale=float(v))
             for i, p in enumerate(one):
-                sim = e2d.simulate(env, p, agent, **kw)
+                sim = e2d.simulate(p, agent, **kw)
                 comp += sim.compile_seconds
                 out[c, i] = sim.result.regret[:, -1]
         return comp, out

@@ -2,7 +2,7 @@
 
 What: for each agent and each instance family (random and degenerate), runs seeds x horizon
 seed-rounds in float32 through ``e2d_jax.simulate`` and counts the rounds whose decision was
-non-finite (``RolloutResult.nonfinite_rounds``; such a round keeps the previous sampling
+non-finite (``RolloutResult.invalid_rounds``; such a round keeps the previous sampling
 distribution and makes its seed invalid) and the seeds whose regret is not finite.
 
 Families (all through the registry's builders, instance seeds 0..I-1):
@@ -37,29 +37,31 @@ FINITE_AGENTS = [("anytime-e2d", {}), ("e2d", {}), ("ts-finite", {}), ("ucb", {}
 
 
 def run(env_name, d, arms, horizon, agents, seed_rounds, instances=4):
-    from e2d_jax import registry
-    from e2d_jax.simulate import simulate
+    from e2d_jax.experiments import registry
+    from e2d_jax.sim.simulate import simulate
+    from e2d_jax.types import Status
 
-    spec = registry.EnvSpec(env_name, d=d, arms=arms, dtype="float32")
-    env, params = registry.build_instances(spec, list(range(instances)))
-    model = env.model(params)
+    options = {k: v for k, v in (("d", d), ("arms", arms)) if v is not None}
+    _, params, family = registry.build_instances(env_name, list(range(instances)), options, dtype="float32")
     seeds = max(1, math.ceil(seed_rounds / (horizon * instances)))
     rows = []
     for name, opts in agents:
-        a = registry.parse_agent(name, horizon, opts)
-        agent = registry.build_agent_factory(a, model)()
+        label = registry.agent_label(*registry.parse_agent(name))
+        agent = registry.agent_factory(name, horizon=horizon, options=opts, family=family)()
         t = time.perf_counter()
-        sim = simulate(env, params, agent, horizon=horizon, num_seeds=seeds, record_every=horizon,
-                       instances=True, batch_size=min(seeds, max(1, 4096 // instances)))
+        # Seeds per call: simulate's default (lanes_for the device, divided among the instances).
+        sim = simulate(params, agent, horizon=horizon, num_seeds=seeds, record_every=horizon, instances=True)
         res = sim.result
-        nonfinite = int(np.asarray(res.nonfinite_rounds).sum())
+        counts = np.asarray(res.solver.status_counts)
+        nonfinite = int(counts[..., Status.NONFINITE].sum())
+        invalid = np.asarray(res.invalid_rounds)
         bad_regret = int((~np.isfinite(np.asarray(res.regret)[..., -1])).sum())
-        rows.append(dict(env=env_name, d=d, arms=arms, horizon=horizon, agent=a.label, options=opts,
+        rows.append(dict(env=env_name, d=d, arms=arms, horizon=horizon, agent=label, options=opts,
                          seed_rounds=int(seeds * horizon * instances), nonfinite_rounds=nonfinite,
-                         invalid_seeds=int((np.asarray(res.nonfinite_rounds) > 0).sum()),
+                         invalid_rounds=int(invalid.sum()), invalid_seeds=int((invalid > 0).sum()),
                          nonfinite_regret_seeds=bad_regret, seconds=time.perf_counter() - t))
         r = rows[-1]
-        print(f"{env_name:20s} d={d} K={arms} {a.label:12s} {str(opts):28s} {r['seed_rounds']:>12,d} seed-rounds  "
+        print(f"{env_name:20s} d={d} K={arms} {label:12s} {str(opts):28s} {r['seed_rounds']:>12,d} seed-rounds  "
               f"non-finite rounds {nonfinite}  invalid seeds {r['invalid_seeds']}  ({r['seconds']:.0f} s)", flush=True)
     return rows
 

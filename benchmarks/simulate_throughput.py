@@ -26,7 +26,8 @@ import numpy as np
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
-from e2d_jax.simulate import make_batched_rollout, run_keys
+from e2d_jax.sim.rollout import run_keys
+from e2d_jax.sim.simulate import make_batched_rollout
 
 
 def measure(agent, params, seeds, horizon, record_every, repeats):

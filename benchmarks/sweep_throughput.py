@@ -43,11 +43,11 @@ import time
 def _worker(cfg: dict) -> dict:
     import jax
 
-    from e2d_jax.experiments import AgentEntry, SweepSpec, run_sweep
+    from e2d_jax.experiments import SweepAgent, SweepSpec, run_sweep
     from e2d_jax.experiments.executors import make_executor
 
     agent = cfg["agent"] if cfg["agent"] != "e2d" else f"e2d-n{cfg['horizon']}"
-    spec = SweepSpec(env="semi-bandit", d=3, arms=10, agents=(AgentEntry.make(agent),), horizon=cfg["horizon"],
+    spec = SweepSpec(env="semi-bandit", d=3, arms=10, agents=(SweepAgent.make(agent),), horizon=cfg["horizon"],
                      seeds=cfg["seeds"], record_every=cfg["record_every"], name="bench")
     ex = make_executor(cfg["executor"], workers=cfg["ray_workers"] if cfg["executor"] == "ray" else None)
     peak_workers = [0.0]

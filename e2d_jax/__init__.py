@@ -1,131 +1,63 @@
 """e2d_jax: Anytime-E2D and the average-constrained DEC in JAX.
 
-Kirschner, Bakhtiari, Chandak, Tkachuk, Szepesvari. "Regret Minimization via Saddle Point
-Optimization", NeurIPS 2023. The public surface is re-exported here; see README.md.
-"""
-from e2d_jax.agents.e2d import AGENT_SOLVER
-from e2d_jax.agents.family import anytime_e2d, family_of, fixed_horizon_e2d, tune_lambda
-from e2d_jax.agents.finite import AGENT_SOLVER as FINITE_AGENT_SOLVER
-from e2d_jax.agents.finite import posterior_sampling
-from e2d_jax.agents.ts import thompson_sampling
-from e2d_jax.agents.ucb import ucb
-from e2d_jax.dec.bounds import acdec_curve, compare_with_bound, table1_bound
-from e2d_jax.dec.finite import FiniteSolverConfig, finite_acdec, finite_offset_dec
-from e2d_jax.dec.linear import PAPER_BUDGET, LinearSolverConfig, linear_acdec, linear_offset_dec
-from e2d_jax.envs import finite, linear
-from e2d_jax.envs.finite import (
-    BernoulliObs,
-    FiniteEnvParams,
-    FiniteModel,
-    GaussianObs,
-    bernoulli_bandit_class,
-    finite_class,
-    gap_matrix,
-    gap_matrix_f,
-    info_matrix,
-    multi_armed_bandit_class,
-    multi_armed_bandit_grid,
-    revealing_class,
-)
-from e2d_jax.envs.linear import (
-    LinearEnvParams,
-    LinearModel,
-    linear_bandit,
-    linear_side_observation,
-    multi_armed_bandit,
-    semi_bandit,
-)
-from e2d_jax.estimators import ewa, ridge
-from e2d_jax.plotting import mean_ci95, plot_regret
-from e2d_jax.simulate import (
-    RolloutResult,
-    Simulation,
-    SolverStats,
-    hparam_grid,
-    instance_key,
-    instance_keys,
-    rollout,
-    run_keys,
-    seed_keys,
-    simulate,
-    solver_summary,
-    valid_seeds,
-)
-from e2d_jax.types import (
-    STATUS_MAX_ITER,
-    STATUS_NONFINITE,
-    STATUS_OK,
-    ActInfo,
-    Agent,
-    DecResult,
-    E2DInfo,
-    Environment,
-)
+Kirschner, Bakhtiari, Chandak, Tkachuk, Szepesvári. "Regret Minimization via Saddle Point
+Optimization", NeurIPS 2023.
 
-__version__ = "0.2.0"
+The names below are the public surface; the layers they come from are importable on their
+own: :mod:`e2d_jax.envs`, :mod:`e2d_jax.estimators`, :mod:`e2d_jax.dec`, :mod:`e2d_jax.agents`,
+:mod:`e2d_jax.sim`, :mod:`e2d_jax.experiments` (sweeps, storage, executors),
+:mod:`e2d_jax.paper` (the paper's experiments and figures), :mod:`e2d_jax.plotting` and
+:mod:`e2d_jax.cli`.
+"""
+from e2d_jax.version import __version__ as __version__
+from e2d_jax.agents.e2d import anytime_e2d as anytime_e2d
+from e2d_jax.agents.e2d import fixed_horizon_e2d as fixed_horizon_e2d
+from e2d_jax.agents.e2d import tune_lambda as tune_lambda
+from e2d_jax.agents.ts import posterior_sampling as posterior_sampling
+from e2d_jax.agents.ts import thompson_sampling as thompson_sampling
+from e2d_jax.agents.ucb import ucb as ucb
+from e2d_jax.dec.bounds import acdec_curve as acdec_curve
+from e2d_jax.dec.bounds import table1_bound as table1_bound
+from e2d_jax.dec.finite import finite_acdec as finite_acdec
+from e2d_jax.dec.finite import finite_offset_dec as finite_offset_dec
+from e2d_jax.dec.linear import linear_acdec as linear_acdec
+from e2d_jax.dec.linear import linear_offset_dec as linear_offset_dec
+from e2d_jax.envs.finite import BernoulliObs as BernoulliObs
+from e2d_jax.envs.finite import FiniteModel as FiniteModel
+from e2d_jax.envs.finite import GaussianObs as GaussianObs
+from e2d_jax.envs.finite import finite_class as finite_class
+from e2d_jax.envs.finite import revealing_class as revealing_class
+from e2d_jax.envs.linear import LinearModel as LinearModel
+from e2d_jax.envs.linear import linear_bandit as linear_bandit
+from e2d_jax.envs.linear import linear_side_observation as linear_side_observation
+from e2d_jax.envs.linear import multi_armed_bandit as multi_armed_bandit
+from e2d_jax.envs.linear import semi_bandit as semi_bandit
+from e2d_jax.sim.rollout import instance_key as instance_key
+from e2d_jax.sim.rollout import instance_keys as instance_keys
+from e2d_jax.sim.rollout import rollout as rollout
+from e2d_jax.sim.simulate import enable_compilation_cache as enable_compilation_cache
+from e2d_jax.sim.simulate import simulate as simulate
+from e2d_jax.sim.summaries import hparam_grid as hparam_grid
+from e2d_jax.sim.summaries import solver_summary as solver_summary
+from e2d_jax.sim.summaries import valid_seeds as valid_seeds
+from e2d_jax.types import ActInfo as ActInfo
+from e2d_jax.types import Agent as Agent
+from e2d_jax.types import DecResult as DecResult
+from e2d_jax.types import E2DInfo as E2DInfo
+from e2d_jax.types import Environment as Environment
+from e2d_jax.types import Status as Status
 
 __all__ = [
-    "AGENT_SOLVER",
-    "FINITE_AGENT_SOLVER",
-    "PAPER_BUDGET",
-    "ActInfo",
-    "Agent",
-    "BernoulliObs",
-    "DecResult",
-    "E2DInfo",
-    "Environment",
-    "FiniteEnvParams",
-    "FiniteModel",
-    "FiniteSolverConfig",
-    "GaussianObs",
-    "LinearEnvParams",
-    "LinearModel",
-    "LinearSolverConfig",
-    "RolloutResult",
-    "STATUS_MAX_ITER",
-    "STATUS_NONFINITE",
-    "STATUS_OK",
-    "Simulation",
-    "SolverStats",
-    "acdec_curve",
-    "anytime_e2d",
-    "bernoulli_bandit_class",
-    "compare_with_bound",
-    "ewa",
-    "family_of",
-    "finite",
-    "finite_acdec",
-    "finite_class",
-    "finite_offset_dec",
-    "fixed_horizon_e2d",
-    "gap_matrix",
-    "gap_matrix_f",
-    "hparam_grid",
-    "info_matrix",
-    "instance_key",
-    "instance_keys",
-    "linear",
-    "linear_acdec",
-    "linear_bandit",
-    "linear_offset_dec",
-    "linear_side_observation",
-    "mean_ci95",
-    "multi_armed_bandit",
-    "multi_armed_bandit_class",
-    "multi_armed_bandit_grid",
-    "plot_regret",
-    "posterior_sampling",
-    "revealing_class",
-    "ridge",
-    "rollout",
-    "run_keys",
-    "seed_keys",
-    "semi_bandit",
-    "simulate",
-    "solver_summary",
-    "table1_bound",
-    "thompson_sampling",
-    "tune_lambda",
-    "ucb",
-    "valid_seeds",
+    # types
+    "ActInfo", "Agent", "DecResult", "E2DInfo", "Environment", "Status",
+    # model classes and instances
+    "BernoulliObs", "FiniteModel", "GaussianObs", "LinearModel", "finite_class", "linear_bandit",
+    "linear_side_observation", "multi_armed_bandit", "revealing_class", "semi_bandit",
+    # the DEC
+    "acdec_curve", "finite_acdec", "finite_offset_dec", "linear_acdec", "linear_offset_dec", "table1_bound",
+    # agents
+    "anytime_e2d", "fixed_horizon_e2d", "posterior_sampling", "thompson_sampling", "tune_lambda", "ucb",
+    # simulation
+    "enable_compilation_cache", "hparam_grid", "instance_key", "instance_keys", "rollout", "simulate",
+    "solver_summary", "valid_seeds",
 ]

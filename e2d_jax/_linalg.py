@@ -2,22 +2,16 @@
 and the one numerical-rank rule of the library.
 
 XLA on CPU runs a batched LAPACK call once per matrix, which for the 3x3 systems of the
-paper's Experiment 1 costs about 0.7 us each; a Cholesky factorisation unrolled in Python over
-the (static) dimension turns into a few dozen elementwise operations across the whole batch
-and is about 8x faster (measured: 83 us vs 681 us for 1,000 3x3 solves with 10 right-hand
-sides, float32, 2-core CPU). With ``reciprocal=True`` each pivot is inverted once and the
-other entries are multiplied by its reciprocal: XLA does not duplicate a division into
-several consumers, so every division is a fusion (a kernel launch) of its own, and with
-reciprocals the graph fuses into fewer kernels. Measured, interleaved A/B of 64-seed
-rollouts on the 2-core CPU: finite-mab Anytime-E2D, whose interior-point step factors a 5x5
-matrix and solves with it four times, 1.10x for the substitutions and 1.15x more for the
-factorisation, so the interior-point step uses it for K <= 5 (at K = 10 it was 1.2x
-slower: ``matrix_game.SMALL_ACTIONS``); on the linear shapes the same A/B said
-1.05x / 1.10x, but through the CLI at 1,000 seeds the Exp. 2 shape measured 11.5k-14.1k
-against 14.3k-17.7k seed-rounds/s without it, so the linear solves (``psd_solve``) and TS
-keep the division. The answers differ from division's by an ulp or so. Above
-``UNROLL_MAX_DIM`` the unrolled graph grows quadratically and the library call wins, so we
-fall back to ``jax.scipy.linalg.cho_solve``.
+paper's Experiment 1 costs more than the arithmetic; a Cholesky factorisation unrolled in
+Python over the (static) dimension turns into a few dozen elementwise operations across the
+whole batch. With ``reciprocal=True`` each pivot is inverted once and the other entries are
+multiplied by its reciprocal: XLA does not duplicate a division into several consumers, so
+every division is a fusion (a kernel launch) of its own, and with reciprocals the graph
+fuses into fewer kernels. Which form is faster depends on the size, so the interior-point
+step uses reciprocals for K <= ``matrix_game.SMALL_ACTIONS`` and the linear solves
+(``psd_solve``) and TS keep the division (docs: Design notes). The answers differ from
+division's by an ulp or so. Above ``UNROLL_MAX_DIM`` the unrolled graph grows quadratically
+and the library call wins, so we fall back to ``jax.scipy.linalg.cho_solve``.
 """
 from __future__ import annotations
 

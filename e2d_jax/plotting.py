@@ -1,222 +1,214 @@
-"""Regret curves: mean over seeds with a 95% confidence band."""
+"""Figures from arrays and tables: regret curves, final-regret distributions, and final regret
+against a hyperparameter.
+
+Every function takes NumPy arrays or a results table (``pandas.read_parquet`` of a sweep's
+``results.parquet``) and returns a bare ``matplotlib.figure.Figure`` (no pyplot, so a
+notebook's backend is left alone and no display is needed). :func:`save` writes a figure as
+PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`); every legend
+says what its lines, bands and bars are.
+"""
 from __future__ import annotations
 
+import hashlib
+import textwrap
+from pathlib import Path
+
 import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from e2d_jax.sim.summaries import mean_ci95
+
+#: Resolution of the PNG files.
+DPI = 200
+
+#: Fixed colours of the library's agents; other agents get a colour from their name's hash.
+_COLOURS = {
+    "anytime-e2d": "#1f77b4", "e2d": "#ff7f0e", "ucb": "#7f7f7f", "ts": "#8c564b", "ts-finite": "#bcbd22",
+    "ids": "#2ca02c", "ids-directed": "#98df8a", "ids-worst-case": "#2ca02c",
+}
+_E2D_TUNINGS = ["#ff7f0e", "#d62728", "#9467bd", "#e377c2", "#ffbb78", "#c49c94"]
+_OTHERS = ["#17becf", "#9edae5", "#aec7e8", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#393b79", "#637939", "#8c6d31",
+           "#843c39", "#7b4173"]
 
 
-def mean_ci95(values: np.ndarray, axis: int = 0):
-    """Mean and normal-approximation 95% CI half-width (1.96 standard errors) along ``axis``."""
-    values = np.asarray(values, dtype=np.float64)
-    n = values.shape[axis]
-    mean = values.mean(axis=axis)
-    if n < 2:
-        return mean, np.zeros_like(mean)
-    sem = values.std(axis=axis, ddof=1) / np.sqrt(n)
-    return mean, 1.96 * sem
+def agent_colour(label: str) -> str:
+    """The colour of an agent (or cell) label in every figure: fixed for the library's agents,
+    by horizon for E2D tuned for n, from the name's hash otherwise."""
+    base = label.split("[", 1)[0]
+    if base in _COLOURS:
+        return _COLOURS[base]
+    if base.startswith("e2d-n"):
+        digits = "".join(ch for ch in base[len("e2d-n"):] if ch.isdigit())
+        n = int(digits) if digits else 0
+        order = {200: 1, 500: 2, 1000: 3, 2000: 4}.get(n, 5)
+        return _E2D_TUNINGS[order] if not base.endswith("-kl") else _E2D_TUNINGS[0]
+    for key in _COLOURS:
+        if base.startswith(key + "-"):
+            return _COLOURS[key]
+    digest = int(hashlib.sha256(base.encode()).hexdigest(), 16)
+    return _OTHERS[digest % len(_OTHERS)]
 
 
-def plot_regret(curves: dict, path=None, *, title: str | None = None):
-    """Plots cumulative regret against rounds (mean with a 95% band per curve).
+def _wrap(title: str | None, width: int) -> str | None:
+    return None if title is None else "\n".join(textwrap.wrap(title, width=width, break_on_hyphens=False))
 
-    Uses a bare ``matplotlib.figure.Figure`` (no pyplot), so it neither switches the
-    backend of a notebook nor needs a display.
+
+def _count(seeds: int, instances: int) -> str:
+    return f"{seeds} seeds" if instances <= 1 else f"{seeds} seeds × {instances} instances"
+
+
+def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, ylabel: str | None = None) -> Figure:
+    """Cumulative regret against rounds: per curve the mean over runs with its 95% CI band.
 
     Args:
-      curves: ``{label: (rounds (R,), regret (S, R))}``.
-      path: optional PNG file to write.
-      title: optional title.
+      curves: ``{label: (rounds (R,), regret (N, R))}``, N runs per label (seeds x instances).
+      title: optional title (wrapped to the figure's width).
+      instances: how many instances the N runs pool (for the legend's count).
+      ylabel: the y axis' label (default: cumulative pseudo-regret).
 
     Returns:
-      the ``matplotlib.figure.Figure`` (a notebook displays it).
+      The figure.
     """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+    fig = Figure(figsize=(6.4, 4.4), dpi=100)
     ax = fig.subplots()
+    n_runs = 0
     for label, (rounds, regret) in curves.items():
-        if np.shape(regret)[0] == 0:
-            continue  # no valid seed: nothing to draw (the summary says so)
+        regret = np.asarray(regret)
+        if regret.shape[0] == 0:
+            continue  # no valid run: nothing to draw (the summary says so)
+        n_runs = max(n_runs, regret.shape[0])
         mean, half = mean_ci95(regret)
-        (line,) = ax.plot(rounds, mean, label=f"{label} ({regret.shape[0]} seeds)")
-        ax.fill_between(rounds, mean - half, mean + half, color=line.get_color(), alpha=0.2, lw=0)
+        colour = agent_colour(label)
+        ax.plot(rounds, mean, color=colour, lw=1.6, label=label)
+        ax.fill_between(rounds, mean - half, mean + half, color=colour, alpha=0.2, lw=0)
     ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative pseudo-regret")
-    return _finish(fig, ax, title, path, legend=8, fmt="png")
-
-
-def _finish(fig, ax, title, path, *, legend=None, fmt=None):
-    """Title, grid, legend, layout; writes ``path`` if given; returns the figure."""
+    ax.set_ylabel(ylabel or "cumulative pseudo-regret")
+    ax.grid(alpha=0.3)
+    if n_runs:
+        seeds = n_runs // max(1, instances)
+        ax.legend(fontsize=8, title=f"mean ± 95% CI over {_count(seeds, instances)}", title_fontsize=8)
     if title:
-        ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3, axis="both" if legend else "y")
-    if legend:
-        ax.legend(fontsize=legend)
+        ax.set_title(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path, format=fmt)
     return fig
 
 
-def _curves_by_cell(table, curves):
-    """``{cell label: (rounds, regret (S, R))}`` from a results table and its curves (valid seeds)."""
-    out = {}
-    regret = curves["regret"]
-    for label in dict.fromkeys(table["cell"]):
-        rows = np.asarray((table["cell"] == label) & table["valid"])
-        out[label] = (curves["rounds"], regret[rows])
-    return out
+def _valid(table):
+    return table[table["valid"]] if "valid" in table else table
 
 
-def plot_results(out, path=None, *, title: str | None = None):
-    """Mean cumulative regret with 95% bands per cell, from a results directory."""
-    from e2d_jax.experiments.storage import read_curves, read_table
-
-    return plot_regret(_curves_by_cell(read_table(out), read_curves(out)), path, title=title)
-
-
-def plot_figure1(dirs: dict, path=None):
-    """The paper's Figure 1: one panel per experiment (``{title: results dir}``), mean
-    cumulative regret with 95% bands per agent. Writes PNG or PDF by ``path``'s suffix."""
-    from matplotlib.figure import Figure
-
-    from e2d_jax.experiments.storage import read_curves, read_table
-
-    fig = Figure(figsize=(11, 4.2), dpi=120)
-    axes = fig.subplots(1, len(dirs), squeeze=False)[0]
-    tables = {title: read_table(out) for title, out in dirs.items()}
-    # One colour per agent across the panels.
-    labels = list(dict.fromkeys(label for t in tables.values() for label in t["cell"]))
-    colours = {label: f"C{i % 10}" for i, label in enumerate(labels)}
-    for ax, (title, out) in zip(axes, dirs.items()):
-        table = tables[title]
-        for label, (rounds, regret) in _curves_by_cell(table, read_curves(out)).items():
-            if regret.shape[0] == 0:
-                continue
-            mean, half = mean_ci95(regret)
-            ax.plot(rounds, mean, label=label, color=colours[label])
-            ax.fill_between(rounds, mean - half, mean + half, color=colours[label], alpha=0.2, lw=0)
-        seeds = int(table.groupby("cell")["valid"].sum().min())
-        ax.set_title(f"{title} ({seeds} seeds)", fontsize=10)
-        ax.set_xlabel("round t")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0].set_ylabel("cumulative pseudo-regret")
-    fig.tight_layout()
-    if path is not None:
-        fig.savefig(path)
-    return fig
-
-
-def plot_final_distribution(out, path=None, *, title: str | None = None):
-    """Distribution of the final regret per cell (box plots over valid seeds)."""
-    from matplotlib.figure import Figure
-
-    from e2d_jax.experiments.storage import read_table
-
-    table = read_table(out)
+def plot_final_distribution(table, *, title: str | None = None) -> Figure:
+    """The final regret per cell: a box over the valid runs (box: quartiles, whiskers: 1.5 IQR,
+    line: median) with the mean and its 95% CI as a point with a bar. Cells are rows, so long
+    labels stay readable."""
+    table = _valid(table)
     labels = list(dict.fromkeys(table["cell"]))
-    data = [table.loc[(table["cell"] == c) & table["valid"], "final_regret"].to_numpy() for c in labels]
-    fig = Figure(figsize=(max(5.0, 0.9 * len(labels) + 2), 4.2), dpi=120)
+    data = [table.loc[table["cell"] == c, "final_regret"].to_numpy() for c in labels]
+    fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100)
     ax = fig.subplots()
-    ax.boxplot(data, showmeans=True)
-    ax.set_xticks(range(1, len(labels) + 1), labels, rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("final cumulative pseudo-regret")
-    return _finish(fig, ax, title, path)
+    y = np.arange(len(labels))[::-1]
+    box = ax.boxplot(data, positions=y, vert=False, widths=0.55, showfliers=False, patch_artist=True,
+                     medianprops={"color": "black"})
+    for patch, label in zip(box["boxes"], labels):
+        patch.set_facecolor(agent_colour(label))
+        patch.set_alpha(0.35)
+    for yi, vals, label in zip(y, data, labels):
+        if vals.size:
+            mean, half = mean_ci95(vals)
+            ax.errorbar([mean], [yi], xerr=[half], fmt="o", color=agent_colour(label), ms=4, capsize=3)
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("final cumulative pseudo-regret")
+    ax.grid(alpha=0.3, axis="x")
+    inst = table["instance_seed"].nunique() if "instance_seed" in table else 1
+    per = table.groupby("cell").size().min() if len(table) else 0
+    seeds = int(per // max(1, inst))
+    ax.text(0.0, 1.01, f"box: quartiles over {_count(seeds, inst)}; dot and bar: mean ± 95% CI", fontsize=7.5,
+            transform=ax.transAxes, va="bottom")
+    if title:
+        fig.suptitle(_wrap(title, 70), fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
-def plot_hyperparameter(out, hparam: str, path=None, *, references=("ucb", "ts"), title: str | None = None):
-    """Final regret against a hyperparameter (log x axis): per agent the median over instances
-    of the instance means, a band between the instances' 25th and 75th percentiles, and the
-    95% CI of the pooled mean; agents without the hyperparameter (e.g. UCB, TS) as
-    horizontal references."""
-    from matplotlib.figure import Figure
+def log_ticks(ax, values):
+    """Ticks at every grid value of a log axis, labelled with the value itself."""
+    values = np.unique(np.asarray(values, np.float64))
+    ax.xaxis.set_major_locator(FixedLocator(values))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    for label in ax.get_xticklabels():
+        label.set_fontsize(8)
+    if values.size > 6:
+        ax.tick_params(axis="x", labelrotation=45)
 
-    from e2d_jax.experiments.storage import read_table
 
-    table = read_table(out)
+def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: str | None = None) -> Figure:
+    """Final regret against a hyperparameter (log x axis, a tick at every grid value).
+
+    Per agent: the median over instances of the per-instance mean final regret (line and
+    dots), the interquartile range over instances (band) and the 95% CI of the mean over all
+    valid runs (bars). Agents without the hyperparameter in ``references`` are drawn as
+    horizontal lines at their median over instances.
+    """
     col = f"hp_{hparam}"
     if col not in table:
-        raise ValueError(f"no hyperparameter {hparam!r} in {out} (columns: {[c[3:] for c in table if c.startswith('hp_')]})")
-    valid = table[table["valid"]]
-    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+        known = [c[3:] for c in table if c.startswith("hp_")]
+        raise ValueError(f"hparam: no hyperparameter {hparam!r} in the table (its hyperparameters: {known})")
+    valid = _valid(table)
+    fig = Figure(figsize=(6.4, 4.4), dpi=100)
     ax = fig.subplots()
+    inst_count = valid["instance_seed"].nunique() if "instance_seed" in valid else 1
     for agent, rows in valid[valid[col].notna()].groupby("agent"):
-        xs, med, lo, hi, ci_lo, ci_hi = [], [], [], [], [], []
+        xs, med, lo, hi, mean, half = [], [], [], [], [], []
         for x, g in rows.groupby(col):
             inst = g.groupby("instance_seed")["final_regret"].mean().to_numpy()
-            mean, half = mean_ci95(g["final_regret"].to_numpy())
+            m, h = mean_ci95(g["final_regret"].to_numpy())
             xs.append(x)
             med.append(np.median(inst))
             lo.append(np.percentile(inst, 25))
             hi.append(np.percentile(inst, 75))
-            ci_lo.append(mean - half)
-            ci_hi.append(mean + half)
-        (line,) = ax.plot(xs, med, "o-", label=f"{agent} (median over instances)")
-        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
-        ax.errorbar(xs, (np.array(ci_lo) + np.array(ci_hi)) / 2, yerr=(np.array(ci_hi) - np.array(ci_lo)) / 2,
-                    fmt="none", color=line.get_color(), alpha=0.6, capsize=2)
+            mean.append(m)
+            half.append(h)
+        colour = agent_colour(agent)
+        ax.plot(xs, med, "o-", color=colour, label=f"{agent}: median over instances")
+        if inst_count > 1:
+            ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, lw=0, label=f"{agent}: IQR over instances")
+        ax.errorbar(xs, mean, yerr=half, fmt="none", color=colour, alpha=0.7, capsize=2,
+                    label=f"{agent}: mean ± 95% CI over all runs")
     for agent in references:
-        rows = valid[(valid["agent"] == agent)]
+        rows = valid[valid["agent"] == agent]
         if len(rows):
             inst = rows.groupby("instance_seed")["final_regret"].mean().to_numpy()
-            ax.axhline(np.median(inst), ls="--", lw=1, label=f"{agent} (median over instances)", color="gray" if agent == "ucb" else "k")
+            ax.axhline(np.median(inst), ls="--", lw=1, color=agent_colour(agent),
+                       label=f"{agent}: median over instances")
     ax.set_xscale("log")
+    log_ticks(ax, valid.loc[valid[col].notna(), col].to_numpy())
     ax.set_xlabel(hparam)
     ax.set_ylabel("final cumulative pseudo-regret")
-    return _finish(fig, ax, title, path, legend=7)
-
-
-def plot_sensitivity(dirs: dict, path=None):
-    """Final regret against each algorithm's hyperparameter over instances (issue: the claims).
-
-    ``dirs``: ``{title: results directory of a sensitivity sweep}`` (one row of panels each;
-    ``e2d_jax.experiments.presets.sensitivity``). Left panel: Anytime-E2D against c in
-    eps_t^2 = c d / t; right: E2D against m in lambda = m sqrt(n / (4 log n)). Lines: the
-    median over instances of the per-instance mean final regret; dark band: 95% CI of the
-    mean over instances (bootstrap); light band: the quartiles over instances. UCB and TS are
-    horizontal references (median, quartile band); the paper-text convention (Gaussian KL)
-    at the default multiplier is drawn at its equivalent multiplier (c = 2, m = 1/2) as a
-    diamond; the paper's mis-tuned E2D agents (exp1) as crosses at their m.
-    """
-    from matplotlib.figure import Figure
-
-    from e2d_jax.agents.e2d import tune_lambda
-    from e2d_jax.experiments import claims
-
-    fig = Figure(figsize=(11, 3.9 * len(dirs)), dpi=110)
-    axes = np.atleast_2d(fig.subplots(len(dirs), 2, squeeze=False))
-    for row, (title, out) in enumerate(dirs.items()):
-        table, summary = claims.load(out)
-        n = summary["config"]["horizon"]
-        agents = {c["agent"] for c in summary["agents"].values()}
-        for ax, (agent, hp, xlabel, kl_x) in zip(axes[row], (
-                ("anytime-e2d", "eps2_scale", "c in $\\epsilon_t^2 = c\\,d/t$", 2.0),
-                (f"e2d-n{n}", "lam_scale", "m in $\\lambda = m\\sqrt{n/(4\\log n)}$", 0.5))):
-            s = claims.sensitivity(table, agent, hp)
-            (line,) = ax.plot(s["value"], s["median"], "o-", label=f"{agent} (median over {s['instances'][0]} instances)")
-            ax.fill_between(s["value"], s["ci_lo"], s["ci_hi"], color=line.get_color(), alpha=0.35, lw=0)
-            ax.fill_between(s["value"], s["q25"], s["q75"], color=line.get_color(), alpha=0.12, lw=0)
-            kl = f"{agent}-kl"
-            if kl in agents:
-                r = claims.reference(table, kl)
-                ax.errorbar([kl_x], [r["median"]], yerr=[[r["median"] - r["q25"]], [r["q75"] - r["median"]]],
-                            fmt="D", color="black", ms=5, label=f"{kl} (paper-text convention)")
-            if agent.startswith("e2d-n"):
-                for other in sorted((a for a in agents if a.startswith("e2d-n") and not a.endswith("-kl")
-                                     and a != agent), key=lambda a: int(a[len("e2d-n"):])):
-                    m = tune_lambda(int(other[len("e2d-n"):])) / tune_lambda(n)
-                    r = claims.reference(table, other)
-                    ax.plot([m], [r["median"]], "x", ms=8, mew=2, label=f"{other} (m = {m:.2f})")
-            for ref, colour in (("ucb", "tab:gray"), ("ts", "tab:brown")):
-                if ref in agents:
-                    r = claims.reference(table, ref)
-                    ax.axhline(r["median"], color=colour, ls="--", lw=1, label=f"{ref.upper()} (median)")
-                    ax.axhspan(r["q25"], r["q75"], color=colour, alpha=0.08, lw=0)
-            ax.set_xscale("log")
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel("final regret")
-            _finish(fig, ax, title, None, legend=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
-    if path is not None:
-        fig.savefig(path)
     return fig
+
+
+def save(fig: Figure, stem, *, formats=("pdf", "png"), write=None) -> list:
+    """Writes ``fig`` as ``stem.pdf`` and ``stem.png`` (PNG at :data:`DPI`); returns the paths.
+
+    ``write(path, callback)`` may replace the plain write (e.g. an atomic one); the callback
+    takes a binary file object.
+    """
+    stem = Path(stem)
+    paths = []
+    for fmt in formats:
+        path = stem.with_suffix(f".{fmt}")
+        save_to = lambda f, fmt=fmt: fig.savefig(f, format=fmt, dpi=DPI)
+        if write is None:
+            with open(path, "wb") as f:
+                save_to(f)
+        else:
+            write(path, save_to)
+        paths.append(path)
+    return paths

@@ -1,6 +1,6 @@
 """The few types every part of e2d_jax shares. Read this file first.
 
-The data flow is one way (see README):
+The data flow is one way::
 
     instance builder -> EnvParams --+
                                     +--> rollout (lax.scan over rounds) --> vmap over seeds
@@ -15,23 +15,64 @@ The data flow is one way (see README):
   The model class is passed to every call rather than stored in the state, so that under
   ``vmap`` over seeds it is broadcast once instead of copied per seed, and under ``vmap``
   over instances it is mapped (the same convention as gymnax's ``params``).
-* Solvers return a :class:`DecResult` whose ``status`` is a result code, never an exception,
-  so one bad problem in a batch of ten thousand cannot abort the others.
+* Solvers return a :class:`DecResult` whose ``status`` is a :class:`Status` code, never an
+  exception, so one bad problem in a batch of ten thousand cannot abort the others.
 """
 from __future__ import annotations
 
+import enum
+from collections.abc import Hashable
 from typing import Any, Callable, NamedTuple
 
 import jax
+import numpy as np
 
 PyTree = Any
 
-# Result codes shared by every solver and agent (``status`` fields, int32).
-STATUS_OK = 0  # converged: certified gap within tolerance
-STATUS_MAX_ITER = 1  # iteration budget used up before the tolerance was met (answer still valid)
-STATUS_NONFINITE = 2  # a non-finite value appeared; the answer must not be trusted
-STATUS_NAMES = {STATUS_OK: "ok", STATUS_MAX_ITER: "max_iter", STATUS_NONFINITE: "nonfinite"}
-NUM_STATUS = len(STATUS_NAMES)
+
+class Status(enum.IntEnum):
+    """Result codes of every solver, agent and round (``status`` fields, int32 arrays).
+
+    Inside ``jit`` a status is an int32 array; ``Status(int(result.status))`` names it and
+    ``.message`` explains it.
+    """
+
+    OK = 0
+    MAX_ITER = 1
+    NONFINITE = 2
+    INVALID_ACTION = 3
+
+    @property
+    def message(self) -> str:
+        return _STATUS_MESSAGES[self]
+
+    @classmethod
+    def describe(cls, code) -> str:
+        """``"max_iter: the iteration budget ..."`` for a status code (int or 0-d array)."""
+        status = cls(int(np.asarray(code)))
+        return f"{status.name.lower()}: {status.message}"
+
+
+_STATUS_MESSAGES = {
+    Status.OK: "converged: the certified duality gap is within the tolerance",
+    Status.MAX_ITER: "the iteration budget was used up before the tolerance was met; the answer is valid and "
+                     "its certified gap says how far from optimal it may be",
+    Status.NONFINITE: "a non-finite value appeared; the answer must not be trusted (the seed is invalid)",
+    Status.INVALID_ACTION: "the agent returned an action outside [0, K); the seed is invalid",
+}
+
+#: Number of status codes (the length of per-seed status counts).
+NUM_STATUS = len(Status)
+
+#: The two gap types of the paper (Section 3.3, 'Certifying Upper Bounds'):
+#: ``"delta_f"`` is Delta_f(pi, g) = r_g(pi*_g) - r_f(pi) (the paper's experiments), ``"delta"``
+#: is Delta(pi, g) = r_g(pi*_g) - r_g(pi) (Algorithm 1 as stated).
+GAP_TYPES = ("delta_f", "delta")
+
+#: Divergence conventions of linear models with Gaussian noise: ``"squared"`` is
+#: I_f(pi, g) = ||M_pi (g - f)||^2 (the library's default: the linear-DEC lemma's form and the
+#: authors' code), ``"kl"`` the Gaussian KL ||M_pi (g - f)||^2 / (2 sigma^2) (the paper's text).
+DIVERGENCES = ("squared", "kl")
 
 
 class Environment(NamedTuple):
@@ -41,7 +82,7 @@ class Environment(NamedTuple):
       observe: ``(key, params, action) -> observation``; the observation has a fixed shape
         for every action (padded where actions observe different amounts).
       mean_rewards: ``params -> (K,)`` expected reward of every action under the true model.
-      model: ``params -> model class`` the part of ``params`` the learner may know.
+      model: ``params -> model class``, the part of ``params`` the learner may know.
     """
 
     observe: Callable[[jax.Array, PyTree, jax.Array], jax.Array]
@@ -54,21 +95,28 @@ class Agent(NamedTuple):
 
     Attributes:
       init: ``(key, model) -> state``.
-      act: ``(key, state, model) -> (action, state, info)``; ``action`` is an int32 scalar,
-        ``state`` may carry what the decision computed (e.g. a solver's warm start), and
-        ``info`` is a NamedTuple with at least an int32 ``status`` field (see ``STATUS_*``).
+      act: ``(key, state, model) -> (action, state, info)``; ``action`` is an int32 scalar in
+        [0, K), ``state`` may carry what the decision computed (e.g. a solver's warm start),
+        and ``info`` is a NamedTuple with at least an int32 ``status`` field (a
+        :class:`Status` code; :class:`ActInfo` is the smallest such info).
       update: ``(state, action, observation, model) -> state``.
+      config: a hashable description of the agent's configuration (name and
+        hyperparameters), or None. Two agents with equal ``config`` compute the same thing,
+        so :func:`e2d_jax.simulate` reuses one compiled rollout for both; the library's
+        factories set it, an agent written by hand may leave it None (then the compiled
+        rollout is kept for that object only).
     """
 
     init: Callable[[jax.Array, PyTree], PyTree]
     act: Callable[[jax.Array, PyTree, PyTree], tuple[jax.Array, PyTree, PyTree]]
     update: Callable[[PyTree, jax.Array, jax.Array, PyTree], PyTree]
+    config: Hashable | None = None
 
 
 class ActInfo(NamedTuple):
     """Per-round diagnostics of agents that solve no optimisation problem."""
 
-    status: jax.Array  # () int32, a STATUS_* code
+    status: jax.Array  # () int32, a Status code
 
 
 class E2DInfo(NamedTuple):
@@ -77,11 +125,11 @@ class E2DInfo(NamedTuple):
     ``value`` and ``gap`` are in units of regret (the DEC value does not depend on how the
     divergence is scaled: rescaling I by s rescales eps^2 and 1/lambda by s and leaves the
     program's value unchanged); ``lam`` and ``eps2`` are in the agent's own divergence
-    convention (the Gaussian KL by default; ``divergence="squared"`` for ||M (g - f)||^2 on
-    linear models).
+    convention (``divergence="squared"`` by default on linear models, the KL on finite
+    classes).
     """
 
-    status: jax.Array  # () int32 STATUS_* of the round's DEC solve
+    status: jax.Array  # () int32 Status of the round's DEC solve
     value: jax.Array  # () float, the DEC value at (lam, mu_t), regret units
     lam: jax.Array  # () float, the lambda of the round (agent's convention)
     gap: jax.Array  # () float, the solve's certified duality gap, regret units
@@ -99,7 +147,7 @@ class DecResult(NamedTuple):
       lower_bound: () a certified lower bound on the optimal value of the program.
       gap: () ``value - lower_bound`` (>= 0 up to rounding): the duality-gap certificate.
       iterations: () int32 iterations used by the solver.
-      status: () int32 ``STATUS_*`` code.
+      status: () int32 :class:`Status` code.
       omega: (N,) the max-player's mixture returned by saddle-point solvers (over actions for
         the linear DEC, over models for finite classes); useful for warm starts.
     """
@@ -112,3 +160,15 @@ class DecResult(NamedTuple):
     iterations: jax.Array
     status: jax.Array
     omega: jax.Array
+
+    def __repr__(self) -> str:
+        if isinstance(self.status, jax.core.Tracer) or np.ndim(self.status) != 0:
+            return "DecResult(" + ", ".join(f"{k}={v!r}" for k, v in self._asdict().items()) + ")"
+
+        def num(x):
+            return f"{float(np.asarray(x)):.6g}"
+
+        mu = np.array2string(np.asarray(self.mu), precision=4, suppress_small=True)
+        return (f"DecResult(value={num(self.value)}, lower_bound={num(self.lower_bound)}, gap={num(self.gap)}, "
+                f"lam={num(self.lam)}, status={Status(int(np.asarray(self.status))).name}, "
+                f"iterations={int(np.asarray(self.iterations))}, mu={mu})")

@@ -1,215 +1,100 @@
-"""Anytime-E2D (Algorithm 1) and fixed-horizon E2D on linear models with side observations.
+"""One name per algorithm for both model families.
 
-Every round: estimate f_hat_t by ridge regression on all observations (the estimation oracle
-of Appendix 'Bounding the Estimation Error'); compute the sampling distribution mu_t from the
-DEC at f_hat_t; sample pi_t ~ mu_t.
-
-* :func:`anytime_e2d`: mu_t solves the average-constrained DEC dec^{ac}_{eps_t}(f_hat_t), with
-  eps_t^2 = c r / t by default (c = ``eps2_scale`` = 1, r the dimension of the observable span:
-  Est_n <= r log n for ridge restricted to it, derived in ``e2d_jax.agents.schedules``; the
-  paper's d / t is ``eps2_schedule="dim"``, the same when the features span R^d, e.g. d <= K,
-  and what ``e2d-jax reproduce`` uses).
-* :func:`fixed_horizon_e2d`: mu_t solves the offset DEC dec^o_lambda(f_hat_t) with the
-  horizon-tuned lambda = m sqrt(n / (4 log n)) of Foster et al. (2021, Sec. 6.1.1), as in the
-  paper's experiments (m = ``lam_scale`` = 1).
-
-Divergence convention. The library's DEC functions use I_f(pi, g) = ||M_pi (g - f)||^2
-(Lemma lem:linear-dec). The paper's text uses the Gaussian KL
-KL(M_g(pi) || M_f(pi)) = ||M_pi (g - f)||^2 / (2 sigma^2) (Appendix 'Experiments'); the
-authors' implementation, which made the paper's figure, uses ||M_pi (g - f)||^2. With
-``divergence="kl"`` (default) the agents convert: the constraint mu I_KL nu <= eps^2 is
-mu ||.||^2 nu <= 2 sigma^2 eps^2, and lambda I_KL = (lambda / (2 sigma^2)) ||.||^2;
-``divergence="squared"`` uses the squared norm as is. ``lam`` and ``eps2`` in the agents'
-info are in the agent's convention; ``value`` and ``gap`` are in regret units (the same in
-both, see :class:`~e2d_jax.types.E2DInfo`).
-
-Gaps: Delta_f by default (the paper's experiments: "both algorithms performed better with
-Delta_f"); ``gaps="delta"`` is available with the grid solvers.
-
-Solver: warm-started from the previous round's (mu, omega) every round. The default
-:data:`AGENT_SOLVER` is the exact saddle-point solver with a small per-round budget: since
-f_hat moves little between rounds, a few warm-started iterations track the solution (the
-incremental scheme the paper's conclusion asks for); the per-round certified gap is recorded
-and the simulator summarises it per seed. ``e2d_jax.dec.linear.PAPER_BUDGET`` reproduces
-the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
-
-Non-finite solves: a round whose solve is non-finite keeps the previous round's mu (and
-warm start) to sample from and reports STATUS_NONFINITE, which the simulator counts per
-seed; such seeds are excluded from the results' means and flagged (see ``e2d_jax.simulate``).
-
-Every numeric hyperparameter (``eps2_scale``, ``lam``, ``lam_scale``, ``reg``) may be a traced
-value, so a grid of them is one vmapped axis of a compiled sweep.
+``anytime_e2d(...)`` and ``fixed_horizon_e2d(...)`` here take the arguments of the linear
+(:mod:`e2d_jax.agents.e2d_linear`) and finite (:mod:`e2d_jax.agents.e2d_finite`) versions,
+which share their names and defaults (``eps2_schedule``, ``eps2_scale``, ``lam``,
+``lam_scale``, ``horizon``, ``gap_type="delta_f"``, ``solver``). The returned agent
+dispatches on the model class it is given (``LinearModel`` or ``FiniteModel``: a Python
+choice at trace time, nothing at run time). Arguments are checked when the factory is
+called: those that fit neither family raise a ValueError at once, naming the valid
+arguments of each, and those that fit one family only (``divergence`` and ``reg`` are
+linear, ``estimate``, ``eta`` and ``lam_search`` finite; a ``LinearSolverConfig`` or
+``FiniteSolverConfig`` picks its family) raise when the agent meets the other family's
+model, with the reason. UCB and Thompson sampling run on both families already (finite
+classes through their linear view).
 """
 from __future__ import annotations
 
-import math
-from typing import NamedTuple
+import inspect
 
-import jax
-import jax.numpy as jnp
-
-from e2d_jax import _validation as V
-from e2d_jax.agents import schedules
-from e2d_jax.dec import linear as dec_linear
-from e2d_jax.estimators import ridge
-from e2d_jax.types import STATUS_NONFINITE, Agent, E2DInfo
-
-#: Per-round budget of the agents' default solver: the exact saddle-point form, warm-started,
-#: 10 mirror-prox iterations and one certificate per round (stopping early at a 1e-3 relative
-#: gap). See README 'Solver budget' for the measurement behind this default.
-AGENT_SOLVER = dec_linear.LinearSolverConfig(solver="saddle", maxiter=10, rtol=1e-3, check_every=10)
-
-DIVERGENCES = ("kl", "squared")
+from e2d_jax import _checks as V
+from e2d_jax.agents import e2d_finite, e2d_linear
+from e2d_jax.envs.family import family_of
+from e2d_jax.types import Agent
 
 
-class E2DState(NamedTuple):
-    ridge: ridge.RidgeState
-    warm: dec_linear.WarmStart  # last round's (mu (K,), omega (K,), step ()): the warm start
-    t: jax.Array  # () int32, rounds played so far
+def _accepted(build) -> set:
+    return {p.name for p in inspect.signature(build).parameters.values() if p.kind == p.KEYWORD_ONLY}
 
 
-def _divergence_scale(divergence, sigma):
-    """Factor s with I_agent = ||.||^2 / s: s = 2 sigma^2 for the KL, 1 for the squared norm."""
-    return 2.0 * sigma**2 if divergence == "kl" else jnp.ones_like(sigma)
+def _dispatch(name: str, builders: dict, kwargs: dict) -> Agent:
+    agents, errors = {}, {}
+    for family, build in builders.items():
+        unknown = sorted(set(kwargs) - _accepted(build))
+        if unknown:
+            errors[family] = ValueError(f"{name} on {family} models takes no argument {', '.join(unknown)} "
+                                        f"(valid: {', '.join(sorted(_accepted(build)))})")
+            continue
+        try:
+            agents[family] = build(**kwargs)
+        except ValueError as err:
+            errors[family] = err
+    if not agents:
+        # Report the family the arguments were closest to: the one whose check failed on a value
+        # rather than on unknown names, or both when neither accepts the names.
+        named = {f: e for f, e in errors.items() if "takes no argument" not in str(e)}
+        if len(named) == 1:
+            raise next(iter(named.values()))
+        messages = list(dict.fromkeys(str(e) for e in errors.values()))
+        if len(messages) == 1:
+            raise ValueError(messages[0])
+        raise ValueError(f"{name}: no model family accepts these arguments ({'; '.join(messages)})")
+
+    def pick(model) -> Agent:
+        family = family_of(model)
+        if family not in agents:
+            raise ValueError(f"{name}({', '.join(f'{k}=...' for k in kwargs)}) cannot run on a {family} "
+                             f"model: {errors[family]}")
+        return agents[family]
+
+    return Agent(
+        init=lambda key, model: pick(model).init(key, model),
+        act=lambda key, state, model: pick(model).act(key, state, model),
+        update=lambda state, action, obs, model: pick(model).update(state, action, obs, model),
+        config=V.config_key(name, **kwargs),
+    )
 
 
-def check_linear_model(model, agent_name: str):
-    """Raises a ValueError that says what to do when ``model`` is not a linear model."""
-    from e2d_jax.envs.linear import LinearModel
+def anytime_e2d(**kwargs) -> Agent:
+    """Anytime-E2D (Algorithm 1) for linear models (ridge) or finite classes (EWA).
 
-    if not isinstance(model, LinearModel):
-        raise ValueError(f"{agent_name} (linear models) got a {type(model).__name__}; for finite classes "
-                         "use the same factory from e2d_jax (it dispatches on the model) or "
-                         "e2d_jax.agents.finite")
-
-
-def _check_common(divergence, gaps, reg, solver, exact_form=True):
-    if divergence not in DIVERGENCES:
-        raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
-    if gaps not in dec_linear.GAPS:
-        raise ValueError(f"gaps must be one of {dec_linear.GAPS}, got {gaps!r}")
-    V.check_positive("reg", reg)
-    if not isinstance(solver, dec_linear.LinearSolverConfig):
-        raise ValueError("solver must be an e2d_jax.LinearSolverConfig for linear models (e.g. "
-                         f"e2d_jax.AGENT_SOLVER or PAPER_BUDGET), got {type(solver).__name__}")
-    if exact_form and gaps == "delta" and solver.solver == "saddle":
-        raise ValueError("solver: gaps='delta' needs a grid solver ('fw-grid' or 'saddle-grid')")
-
-
-def _init(reg, name):
-    def init(key, model):
-        del key
-        check_linear_model(model, name)
-        dtype = model.features.dtype
-        return E2DState(ridge.init(model.dim, reg=reg, dtype=dtype),
-                        dec_linear.cold_start(model.num_actions, dtype), jnp.zeros((), jnp.int32))
-
-    return init
-
-
-def _update(state, action, obs, model):
-    return state._replace(ridge=ridge.update(state.ridge, model.obs_matrices[action], obs))
-
-
-def _play(key, state, res, warm):
-    """Samples from mu_t, or from the previous mu if this round's solve is not finite."""
-    ok = res.status != STATUS_NONFINITE
-    mu = jnp.where(ok, res.mu, state.warm.mu)
-    warm = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), warm, state.warm)
-    action = jax.random.categorical(key, jnp.log(mu)).astype(jnp.int32)
-    return action, warm
-
-
-def anytime_e2d(
-    *,
-    eps2_schedule="rank",
-    eps2_scale=1.0,
-    divergence: str = "kl",
-    gaps: str = "delta_f",
-    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
-    reg=1.0,
-) -> Agent:
-    """Anytime-E2D (Algorithm 1) with ridge regression.
-
-    Args:
-      eps2_schedule: ``"rank"`` (r / t with r the dimension of the observable span; the
-        default, derived in ``e2d_jax.agents.schedules``), ``"dim"`` (d / t, the paper's
-        experiments; equal to ``"rank"`` when the features span R^d, e.g. d <= K), ``"rank-log"``
-        or a callable ``t -> eps_t^2``, in the agent's divergence convention.
-      eps2_scale: c > 0 in eps_t^2 = c * schedule(t) (may be traced).
-      divergence: ``"kl"`` (Gaussian KL, the paper's text) or ``"squared"``
-        (||M (g - f)||^2, Lemma lem:linear-dec and the authors' implementation).
-      gaps: ``"delta_f"`` or ``"delta"``.
-      solver: a :class:`~e2d_jax.dec.linear.LinearSolverConfig` (``PAPER_BUDGET`` for the paper's).
-      reg: ridge regulariser (V_0 = reg I; may be traced).
-
-    Returns:
-      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
+    Takes the keyword arguments of :func:`e2d_jax.agents.e2d_linear.anytime_e2d` (linear:
+    ``eps2_schedule`` ``"rank"``, ``eps2_scale``, ``divergence``, ``gap_type``, ``solver``,
+    ``reg``) and :func:`e2d_jax.agents.e2d_finite.anytime_e2d` (finite: ``eps2_schedule``
+    ``"log-models"``, ``eps2_scale``, ``gap_type``, ``estimate``, ``eta``, ``lam_search``,
+    ``solver``); see the module docstring.
     """
-    _check_common(divergence, gaps, reg, solver)
-    schedules.check_schedule(eps2_schedule, "linear")
-    V.check_positive("eps2_scale", eps2_scale)
-
-    def act(key, state, model):
-        t = state.t + 1
-        dtype = model.features.dtype
-        eps2 = jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t.astype(dtype), model), dtype)
-        scale = _divergence_scale(divergence, model.sigma)
-        span = model.span
-        res, warm = dec_linear.solve_acdec(span, state.ridge.f_hat @ span.basis, eps2 * scale, solver,
-                                           state.warm, gaps)
-        action, warm = _play(key, state, res, warm)
-        info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
-                       iterations=res.iterations, eps2=eps2)
-        return action, state._replace(warm=warm, t=t), info
-
-    return Agent(init=_init(reg, "anytime_e2d"), act=act, update=_update)
+    return _dispatch("anytime_e2d", {"linear": e2d_linear.anytime_e2d, "finite": e2d_finite.anytime_e2d}, kwargs)
 
 
-def tune_lambda(horizon: int) -> float:
-    """lambda_n = sqrt(n / (4 log n)) (Foster et al., 2021, Sec. 6.1.1; the paper's E2D)."""
-    horizon = V.check_int("horizon", horizon, minimum=2)
-    return math.sqrt(horizon / (4.0 * math.log(horizon)))
+def fixed_horizon_e2d(**kwargs) -> Agent:
+    """Fixed-horizon E2D (offset DEC at a fixed lambda) for either model family.
 
-
-def fixed_horizon_e2d(
-    *,
-    horizon: int | None = None,
-    lam=None,
-    lam_scale=1.0,
-    divergence: str = "kl",
-    gaps: str = "delta_f",
-    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
-    reg=1.0,
-) -> Agent:
-    """E2D with the offset DEC for a fixed lambda (Foster et al., 2021).
-
-    Args:
-      horizon: n, to set lambda = lam_scale * sqrt(n / (4 log n)) (:func:`tune_lambda`).
-      lam: lambda in the agent's divergence convention, instead of ``horizon`` (may be traced).
-      lam_scale: m > 0 multiplying lambda (may be traced; 1 by default).
-      divergence, gaps, solver, reg: as in :func:`anytime_e2d` (``"fw-grid"`` means plain
-        smoothed Frank-Wolfe here: there is no lambda to search).
-
-    Returns:
-      Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
+    ``horizon=n`` tunes lambda for n (see :func:`tune_lambda`), ``lam`` gives it,
+    ``lam_scale`` multiplies it.
     """
-    # For a fixed lambda each program is convex in mu for both gap choices: any solver works.
-    _check_common(divergence, gaps, reg, solver, exact_form=False)
-    if (lam is None) == (horizon is None):
-        raise ValueError("fixed_horizon_e2d needs exactly one of horizon (to tune lambda) or lam")
-    base = tune_lambda(horizon) if lam is None else V.check_positive("lam", lam)
-    V.check_positive("lam_scale", lam_scale)
+    return _dispatch("fixed_horizon_e2d", {"linear": e2d_linear.fixed_horizon_e2d,
+                                           "finite": e2d_finite.fixed_horizon_e2d}, kwargs)
 
-    def act(key, state, model):
-        scale = _divergence_scale(divergence, model.sigma)
-        span = model.span
-        lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
-        res, warm = dec_linear.solve_offset(span, state.ridge.f_hat @ span.basis, lam_t / scale, solver,
-                                            state.warm, gaps)
-        action, warm = _play(key, state, res, warm)
-        info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
-                       iterations=res.iterations, eps2=jnp.zeros_like(res.value))
-        return action, state._replace(warm=warm, t=state.t + 1), info
 
-    return Agent(init=_init(reg, "fixed_horizon_e2d"), act=act, update=_update)
+def tune_lambda(horizon: int, model=None) -> float:
+    """E2D's lambda for a horizon n.
+
+    Linear models (or ``model=None``): the paper's sqrt(n / (4 log n)) (Foster et al., 2021,
+    Sec. 6.1.1). A finite class: the minimiser of E2D's fixed-horizon regret bound
+    n max_f dec^o_lam(f) + lam log|M| over a geometric grid, computed for the class
+    (:func:`e2d_jax.agents.e2d_finite.lambda_tuning` returns the grid and the bound as well).
+    """
+    if model is None or family_of(model) == "linear":
+        return e2d_linear.horizon_lambda(horizon)
+    return e2d_finite.lambda_tuning(model, horizon).lam

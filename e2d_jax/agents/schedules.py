@@ -12,7 +12,7 @@ paper's experiments) and beta = log|M| for finite classes with EWA. A schedule h
   ``lambda t: 0.5 / t``.
 
 Why r and not d (the estimation error of ridge regression restricted to the observable
-span; Appendix 'Bounding the Estimation Error', Theorem thm:projected-ridge-error). Let S be
+span; the theorem of Appendix A.1 on projected regularized least squares). Let S be
 the span of the rows of all observation maps M_pi, r = dim S <= min(d, sum_pi m_pi). With
 V_0 = eta I and V_t = V_0 + sum_{s<t} M_s^T M_s, every M_s^T M_s lives on S, so V_t = eta I
 on the orthogonal complement S^perp and
@@ -23,17 +23,17 @@ with U an orthonormal basis of S and L >= ||M_pi||: the theorem's bound
 Est_n <= (sigma^2 + B^2) E[log det(V_n) / det(V_0)] becomes (sigma^2 + B^2) r log(1 + n L^2 /
 (eta r)), the paper's d log n with d replaced by r. The DEC side has the same dimension: the
 rewards <phi_pi, f> are observed (phi_pi is in S), so gaps, information and hence
-dec^ac_eps(f) depend on f only through its projection on S, and Lemma lem:dec-bounds-linear's
-Kiefer-Wolfowitz step gives dec^ac_eps <= eps sqrt(r). Theorem thm:anytime then reads
+dec^ac_eps(f) depend on f only through its projection on S, and the linear-bounds lemma's
+(Section 3.3) Kiefer-Wolfowitz step gives dec^ac_eps <= eps sqrt(r). Section 3.2's regret theorem then reads
 R_n <= max_t (sqrt(r) / eps_t) (sum_t eps_t^2 + Est_n), which eps_t^2 = beta / t balances at
 beta ~ r (up to the constant sigma^2 + B^2 and the log): ``"rank"``, r / t. Taking
 eps_t^2 = Est_t / t literally (the fixed-horizon choice eps^2 = Est_n / n at every t) gives
 ``"rank-log"``, r (1 + log t) / t. For the paper's Experiment 1 (d = 3 < K = 10) r = d and the
 schedules coincide; for Experiment 2 (d = 30, K = 10) r = 10 = d / 3. The theory fixes the
-order, not the constant; which constant works is measured (README 'What holds'): on 100
-instances of Experiment 2's shape r / t had lower regret than d / t on 98% of them (95% of
-them with 95% confidence), and on 93% of 100 instances of the authors' distribution, which
-is why ``"rank"`` is the default and ``"dim"`` the paper's preset.
+order, not the constant; which one works is an empirical question, answered over many
+instances in the docs' 'What holds' (``e2d-jax reproduce candidates``): r / t is the default
+because it had lower regret than d / t on most instances of Experiment 2's shape, and
+``"dim"`` is the paper's preset.
 
 Either way the agent multiplies it by ``eps2_scale`` (c in eps_t^2 = c beta / t; a number or
 a traced value, so a grid of c is one vmapped axis). A callable is checked on its first ten

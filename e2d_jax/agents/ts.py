@@ -1,11 +1,15 @@
-"""Thompson sampling with the Gaussian posterior of ridge regression.
+"""Thompson sampling: with the Gaussian posterior of ridge regression on linear models, and
+with the EWA posterior on finite classes.
 
-With prior f ~ N(0, sigma^2 / reg I) and Gaussian noise of known sigma, the posterior after
-all observations (side observations included) is N(f_hat_t, sigma^2 V_t^{-1}). Each round
-draws f_tilde = f_hat_t + scale * sigma * L_t z, z ~ N(0, I_d), L_t L_t^T = V_t^{-1}, and plays
-argmax_pi <phi_pi, f_tilde> (``scale`` > 1 inflates the posterior, as in frequentist
-analyses of linear TS). Finite classes with a linear view run through it (see
-``e2d_jax.agents.ucb.as_linear``).
+Linear models (:func:`thompson_sampling`). With prior f ~ N(0, sigma^2 / reg I) and Gaussian
+noise of known sigma, the posterior after all observations (side observations included) is
+N(f_hat_t, sigma^2 V_t^{-1}). Each round draws f_tilde = f_hat_t + scale * sigma * L_t z,
+z ~ N(0, I_d), L_t L_t^T = V_t^{-1}, and plays argmax_pi <phi_pi, f_tilde> (``scale`` > 1
+inflates the posterior, as in frequentist analyses of linear TS). Finite classes with a
+linear view run through it (:func:`e2d_jax.envs.family.as_linear_model`).
+
+Finite classes (:func:`posterior_sampling`): sample f ~ p_t with the EWA weights (for
+eta = 1 the exact Bayesian posterior under a uniform prior) and play argmax_pi r_f(pi).
 """
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from e2d_jax import _checks as V
 from e2d_jax import _linalg
-from e2d_jax import _validation as V
-from e2d_jax.agents.ucb import as_linear
-from e2d_jax.estimators import ridge
-from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent
+from e2d_jax.envs import finite
+from e2d_jax.envs.family import as_linear_model
+from e2d_jax.estimators import ewa, ridge
+from e2d_jax.types import ActInfo, Agent, Status
 
 
 class TSState(NamedTuple):
@@ -33,7 +38,7 @@ def sample_parameter(key, state: TSState, sigma, scale):
 
 
 def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
-    """Builds the TS agent.
+    """Thompson sampling with the ridge posterior (linear models, or a finite class's linear view).
 
     Args:
       scale: posterior inflation factor (> 0; may be traced); 1 is the Bayesian posterior.
@@ -47,18 +52,56 @@ def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
 
     def init(key, model):
         del key
-        model = as_linear(model, "thompson_sampling")
+        model = as_linear_model(model, "thompson_sampling")
         return TSState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype))
 
     def act(key, state, model):
-        model = as_linear(model, "thompson_sampling")
+        model = as_linear_model(model, "thompson_sampling")
         f_tilde = sample_parameter(key, state, model.sigma, scale)
         values = model.features @ f_tilde
-        status = jnp.where(jnp.all(jnp.isfinite(values)), STATUS_OK, STATUS_NONFINITE)
+        status = jnp.where(jnp.all(jnp.isfinite(values)), Status.OK, Status.NONFINITE)
         return jnp.argmax(values).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
-        model = as_linear(model, "thompson_sampling")
+        model = as_linear_model(model, "thompson_sampling")
         return TSState(ridge.update(state.ridge, model.obs_matrices[action], obs))
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update, config=V.config_key("thompson_sampling", scale=scale, reg=reg))
+
+
+class PosteriorSamplingState(NamedTuple):
+    ewa: ewa.EWAState
+
+
+def posterior_sampling(*, eta=1.0) -> Agent:
+    """Thompson sampling on a finite class: f ~ p_t (EWA weights), play argmax_pi r_f(pi).
+
+    Args:
+      eta: EWA learning rate (1: the Bayesian posterior; may be traced).
+
+    Returns:
+      Agent whose ``act`` info is :class:`~e2d_jax.types.ActInfo`.
+    """
+    V.check_positive("eta", eta)
+
+    def check(model):
+        if not isinstance(model, finite.FiniteModel):
+            raise ValueError(f"model: posterior_sampling runs on finite classes, got a {type(model).__name__}; "
+                             "for linear models use e2d_jax.thompson_sampling (the ridge posterior)")
+
+    def init(key, model):
+        del key
+        check(model)
+        return PosteriorSamplingState(ewa.init(model.num_models, dtype=model.rewards.dtype))
+
+    def act(key, state, model):
+        f = ewa.sample(key, state.ewa)
+        action = jnp.argmax(model.rewards[f]).astype(jnp.int32)
+        ok = jnp.all(jnp.isfinite(state.ewa.log_weights))
+        return action, state, ActInfo(status=jnp.where(ok, Status.OK, Status.NONFINITE).astype(jnp.int32))
+
+    def update(state, action, obs, model):
+        ll = finite.log_likelihood(model, action, obs)
+        return PosteriorSamplingState(ewa.update(state.ewa, ll, eta=eta))
+
+    return Agent(init=init, act=act, update=update, config=V.config_key("posterior_sampling", eta=eta))

@@ -13,8 +13,9 @@ for a finite class's linear view). Every observation row is a sigma-sub-Gaussian
 observation, so the same self-normalised bound covers vector observations. Ties go to the
 lowest index.
 
-Finite classes with a linear view (the Gaussian bandit builders of ``e2d_jax.envs.finite``)
-are run through that view, so the same agent works on both model families.
+Finite classes with a linear view (the Gaussian bandit builders of :mod:`e2d_jax.envs.finite`)
+are run through that view (:func:`e2d_jax.envs.family.as_linear_model`), so the same agent
+works on both model families.
 """
 from __future__ import annotations
 
@@ -22,27 +23,10 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from e2d_jax import _validation as V
+from e2d_jax import _checks as V
+from e2d_jax.envs.family import as_linear_model
 from e2d_jax.estimators import ridge
-from e2d_jax.types import STATUS_NONFINITE, STATUS_OK, ActInfo, Agent
-
-
-def as_linear(model, agent_name: str):
-    """The linear model an agent of the linear family runs on: the model itself, or the linear
-    view of a finite class; a ValueError that says what to do otherwise."""
-    from e2d_jax.envs.finite import FiniteModel
-    from e2d_jax.envs.linear import LinearModel
-
-    if isinstance(model, LinearModel):
-        return model
-    if isinstance(model, FiniteModel):
-        if model.linear is None:
-            raise ValueError(f"{agent_name} needs a linear model; this finite class has no linear view "
-                             "(model.linear is None; the Gaussian bandit builders attach one). Use "
-                             "posterior_sampling() or the E2D agents on it instead")
-        return model.linear
-    raise ValueError(f"{agent_name}: the model must be a LinearModel or FiniteModel (env.model(params)), "
-                     f"got {type(model).__name__}")
+from e2d_jax.types import ActInfo, Agent, Status
 
 
 class UCBState(NamedTuple):
@@ -69,21 +53,22 @@ def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
 
     def init(key, model):
         del key
-        model = as_linear(model, "ucb")
+        model = as_linear_model(model, "ucb")
         return UCBState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype))
 
     def act(key, state, model):
         del key
-        model = as_linear(model, "ucb")
+        model = as_linear_model(model, "ucb")
         r = state.ridge
         s_bound = model.radius if radius is None else radius
         beta_sqrt = model.sigma * jnp.sqrt(2.0 * jnp.log(1.0 / delta) + r.logdet) + jnp.sqrt(reg) * s_bound
         index = model.features @ r.f_hat + beta_sqrt * ridge.widths(r, model.features)
-        status = jnp.where(jnp.all(jnp.isfinite(index)), STATUS_OK, STATUS_NONFINITE)
+        status = jnp.where(jnp.all(jnp.isfinite(index)), Status.OK, Status.NONFINITE)
         return jnp.argmax(index).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
-        model = as_linear(model, "ucb")
+        model = as_linear_model(model, "ucb")
         return UCBState(ridge.update(state.ridge, model.obs_matrices[action], obs))
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update,
+                 config=V.config_key("ucb", delta=delta, radius=radius, reg=reg))

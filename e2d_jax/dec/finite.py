@@ -1,5 +1,5 @@
-"""The DEC of a finite model class as matrix games (paper, eqs. (dec-c), (d*), (L1)-(L3),
-(different-decs); Section 'Computational Aspects').
+"""The DEC of a finite model class as matrix games (the programs of Section 3.1 and their
+Lagrangian forms; Section 3.4, 'Computational Aspects').
 
 With the gap matrix Delta and the information matrix I_f (both |Pi| x |M|, rows actions,
 columns models; see ``e2d_jax.envs.finite``):
@@ -27,7 +27,7 @@ contains the minimiser and certify the search:
 * Range. If some column g0 has max_pi I(pi, g0) = I0 < eps^2 (always the case when f is in
   the class: its own column is 0), then v(lam) >= min_pi Delta(pi, g0) + lam (eps^2 - I0),
   so lam* <= hi = (U - c0) / (eps^2 - I0) with U = h(uniform) >= dec^ac (exact, closed form)
-  and c0 = min_pi Delta(pi, g0). The issue's "lam <= max Delta / eps^2" is the case c0 = 0,
+  and c0 = min_pi Delta(pi, g0); lam <= max Delta / eps^2 is the special case c0 = 0,
   I0 = 0 with the cruder U = max Delta. There is no positive lower end in general (lam* = 0
   when eps^2 is large), so lam = 0 is solved as a grid point of its own, followed by a
   geometric grid on [hi * lam_lo_ratio, hi].
@@ -45,7 +45,7 @@ contains the minimiser and certify the search:
   points therefore cannot be missed silently: as long as its interval's bound is below the
   incumbent, it is the one refined; the loop stops when the certified gap
   ``value - lower_bound`` meets the tolerance or after ``lam_rounds`` rounds (then the
-  status is STATUS_MAX_ITER and the gap says how far from certified the answer is).
+  status is Status.MAX_ITER and the gap says how far from certified the answer is).
 * Answer. Among the ``candidates`` evaluated lams with the smallest v(lam), the mu with the
   smallest exact objective h(mu) (closed form above) is returned, with lam*(mu).
 
@@ -74,10 +74,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from e2d_jax import _validation as V
+from e2d_jax import _checks as V
+from e2d_jax.envs import finite as finite_envs
 from e2d_jax.dec import matrix_game
 from e2d_jax.dec.matrix_game import SOLVERS, GameSolution
-from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK, DecResult
+from e2d_jax.types import GAP_TYPES, DecResult, Status
 
 
 
@@ -201,7 +202,7 @@ def max_constrained_mixture(a, c, eps2):
 def constrained_objective(mu, gaps, info, eps2):
     """h(mu) = max_nu {mu Delta nu : mu I nu <= eps2} exactly, with lam*(mu) and nu.
 
-    This is the objective of eq. (d*) at mu; h(mu) = min_lam max_g mu (Delta - lam I) e_g +
+    This is the objective of the average-constrained DEC (Section 3.1) at mu; h(mu) = min_lam max_g mu (Delta - lam I) e_g +
     lam eps2 (LP duality), attained at the returned lam.
     """
     return max_constrained_mixture(mu @ gaps, mu @ info, eps2)
@@ -519,7 +520,7 @@ def _search(gaps, info, eps2, config, mu0, omega0, lam_hint, memory):
     tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
     finite = (jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
               & jnp.isfinite(h[pick]))
-    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(gap <= tol, STATUS_OK, STATUS_MAX_ITER))
+    status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
     del best
     result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=state.iterations,
                        status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
@@ -546,7 +547,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
 
     Evaluates v(lam) at lam = 0 and at ``points`` geometric points lam_center * factor^j,
     j = -(points // 2), ..., points // 2 (one batched call), keeps the best, and returns its
-    mu with lam*(mu) and the exact objective h(mu). Theorem thm:worst-case holds for any
+    mu with lam*(mu) and the exact objective h(mu). The regret theorem of Section 3.2 holds for any
     adapted lam_t, so an agent may track lam_t this way; the regret bound then involves
     dec^ac_{eps_t, lam_t} instead of the optimum.
 
@@ -554,7 +555,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
     interval bounds between the evaluated lams, the first-order bound from the largest
     evaluated lam to the proven upper end ``hi`` of the range (with dec^o_hi >= tail - hi
     eps2), and ``tail`` beyond it. When the tracked lams miss the basin of the minimiser this
-    bound is loose and the ``gap`` large, with status STATUS_MAX_ITER: the answer is then not
+    bound is loose and the ``gap`` large, with status Status.MAX_ITER: the answer is then not
     certified to the tolerance, and says so.
 
     Returns:
@@ -591,7 +592,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
     gap = value - lower
     tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu)) & rng.feasible
-    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(gap <= tol, STATUS_OK, STATUS_MAX_ITER))
+    status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
     result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, status=status.astype(jnp.int32),
                        iterations=jnp.sum(sols.iterations).astype(jnp.int32), omega=sols.omega[best])
     return result, lams[best]
@@ -618,7 +619,10 @@ def _check_matrices(gaps, info):
         raise ValueError(f"info must be nonnegative (a divergence), got min {np.min(np.asarray(info))}")
 
 
-def _config(options, base: FiniteSolverConfig) -> FiniteSolverConfig:
+def solver_config(base: FiniteSolverConfig | None = None, **options) -> FiniteSolverConfig:
+    """``base`` (default :class:`FiniteSolverConfig`) updated by ``options`` (fields of the
+    config); a ValueError lists the valid fields for an unknown one."""
+    base = FiniteSolverConfig() if base is None else base
     fields = {f.name for f in dataclasses.fields(FiniteSolverConfig)}
     unknown = set(options) - fields
     if unknown:
@@ -648,7 +652,52 @@ def _acdec_jit(gaps, info, eps2, mu0, omega0, *, config):
     return solve_acdec(gaps, info, eps2, config, mu0, omega0)
 
 
-def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> DecResult:
+def matrices(model: finite_envs.FiniteModel, f, gap_type: str = "delta_f"):
+    """The (K, M) gap and information matrices of a class at the reference model ``f``.
+
+    Args:
+      model: the finite class.
+      f: the reference model: an index into the class, or ``(rewards (K,), obs)`` with ``obs``
+        of the class's observation family and shape (K, m).
+      gap_type: ``"delta_f"`` (Delta_f, default) or ``"delta"`` (Delta).
+
+    Returns:
+      ``(gaps, info)``: Delta or Delta_f, and I_f(pi, g) = KL(M_g(pi) || M_f(pi)).
+    """
+    if gap_type not in GAP_TYPES:
+        raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    if isinstance(f, tuple):
+        rewards_f, obs_f = f
+    else:
+        if V.is_concrete(f):
+            arr = np.asarray(f)
+            if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.integer) or not 0 <= int(arr) < model.num_models:
+                raise ValueError(f"f must be an index into the class (0 <= f < M={model.num_models}) or a pair "
+                                 f"(rewards, obs), got {f!r}")
+        rewards_f, obs_f = finite_envs.model_at(model, f)
+    gaps = (finite_envs.gap_matrix(model.rewards) if gap_type == "delta"
+            else finite_envs.gap_matrix_f(model.rewards, rewards_f))
+    return gaps, finite_envs.info_matrix(model, obs_f)
+
+
+def _problem(fn: str, problem: tuple, last: str, gap_type: str):
+    """``(model, f, x)`` or ``(gaps, info, x)`` -> (gaps, info, x), checked."""
+    if len(problem) != 3:
+        raise ValueError(f"{fn} takes (model, f, {last}) or (gaps, info, {last}), got {len(problem)} positional "
+                         "arguments")
+    first, second, x = problem
+    if isinstance(first, finite_envs.FiniteModel):
+        gaps, info = matrices(first, second, gap_type)
+    else:
+        if gap_type != "delta_f":
+            raise ValueError(f"gap_type applies to {fn}(model, f, {last}); with matrices, pass the gap matrix "
+                             "you want as gaps")
+        gaps, info = first, second
+    _check_matrices(gaps, info)
+    return gaps, info, x
+
+
+def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **options) -> DecResult:
     """The offset DEC of a finite class, min_mu max_g mu (Delta - lam I) e_g, with a certificate.
 
     A matrix game solved by a primal-dual interior-point method (``solver="ipm"``, default) or
@@ -656,10 +705,15 @@ def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> D
     exact: ``value`` = max_g (mu A)_g at the returned mu and ``lower_bound`` =
     min_pi (A omega)_pi, A = Delta - lam I. Jittable and vmappable.
 
+    Call it as ``finite_offset_dec(model, f, lam)`` with a
+    :class:`~e2d_jax.envs.finite.FiniteModel` and a reference model ``f`` (an index or
+    ``(rewards, obs)``; see :func:`matrices`), or ``finite_offset_dec(gaps, info, lam)`` with
+    the matrices.
+
     Args:
-      gaps: (K, M) Delta (or Delta_f), K >= 2 actions, M >= 2 models.
-      info: (K, M) I_f >= 0.
-      lam: () lam >= 0.
+      *problem: ``(model, f, lam)`` or ``(gaps, info, lam)``: gaps (K, M) Delta (or
+        Delta_f), K >= 2 actions, M >= 2 models; info (K, M) I_f >= 0; lam () >= 0.
+      gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
       mu0, omega0: optional (K,) / (M,) warm starts.
       **options: fields of :class:`FiniteSolverConfig` (solver, maxiter, rtol [1e-8], atol,
         check_every). The absolute tolerance always includes a rounding floor
@@ -673,30 +727,34 @@ def finite_offset_dec(gaps, info, lam, *, mu0=None, omega0=None, **options) -> D
     References:
       Kirschner et al. (2023), Section 'The Decision-Estimation Coefficient' (dec^o_lam).
     """
-    _check_matrices(gaps, info)
+    gaps, info, lam = _problem("finite_offset_dec", problem, "lam", gap_type)
     V.check_positive("lam", lam, allow_zero=True)
-    config = _config(options, OFFSET_DEFAULTS)
+    config = solver_config(OFFSET_DEFAULTS, **options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _offset_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(lam, dtype),
                        _opt(mu0, dtype, "mu0", k), _opt(omega0, dtype, "omega0", m), config=config)
 
 
-def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecResult:
+def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **options) -> DecResult:
     """The average-constrained DEC of a finite class, with a certificate.
 
     Solves min_mu max_nu {mu Delta nu : mu I nu <= eps2} = min_{lam >= 0} dec^o_lam + lam eps2
-    (eqs. (d*) and (different-decs)) by a batched, certified branch-and-bound search over lam
+    (Section 3.1) by a batched, certified branch-and-bound search over lam
     whose every point is a matrix game (see the module docstring). Jittable and vmappable.
 
     Requires a column g0 with max_pi info[pi, g0] < eps2 (in E2D, the reference model's own
     column, which is 0); otherwise the program may be unbounded and a ValueError is raised
-    (for traced inputs the status is STATUS_NONFINITE).
+    (for traced inputs the status is Status.NONFINITE).
+
+    Call it as ``finite_acdec(model, f, eps2)`` with a class and a reference model ``f`` (an
+    index or ``(rewards, obs)``; see :func:`matrices`), or ``finite_acdec(gaps, info, eps2)``
+    with the matrices.
 
     Args:
-      gaps: (K, M) Delta (or Delta_f), K >= 2, M >= 2.
-      info: (K, M) I_f >= 0.
-      eps2: () eps^2 > 0.
+      *problem: ``(model, f, eps2)`` or ``(gaps, info, eps2)``: gaps (K, M) Delta (or
+        Delta_f), K >= 2, M >= 2; info (K, M) I_f >= 0; eps2 () eps^2 > 0.
+      gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
       mu0, omega0: optional (K,) / (M,) warm starts for every game.
       **options: fields of :class:`FiniteSolverConfig`.
 
@@ -706,9 +764,9 @@ def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecRe
       ``gap``, ``iterations`` (total game iterations), ``status``, ``omega`` (M,).
 
     References:
-      Kirschner et al. (2023), eqs. (d*), (L2), (different-decs); Section 'Computational Aspects'.
+      Kirschner et al. (2023), Sections 3.1 and 3.4.
     """
-    _check_matrices(gaps, info)
+    gaps, info, eps2 = _problem("finite_acdec", problem, "eps2", gap_type)
     V.check_positive("eps2", eps2)
     if V.is_concrete(info) and V.is_concrete(eps2):
         if np.min(np.max(np.asarray(info), axis=0)) >= float(eps2):
@@ -716,7 +774,7 @@ def finite_acdec(gaps, info, eps2, *, mu0=None, omega0=None, **options) -> DecRe
                 "info must have a column g with max_pi info[pi, g] < eps2 (e.g. the reference "
                 "model's own zero column); otherwise the ac-DEC may be unbounded"
             )
-    config = _config(options, FiniteSolverConfig())
+    config = solver_config(**options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),

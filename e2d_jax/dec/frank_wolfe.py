@@ -30,7 +30,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from e2d_jax.dec.saddle import SaddleSolution, _floor, run_certified
+from e2d_jax.dec.saddle import SaddleSolution, floor_simplex, run_certified
 
 
 class FWState(NamedTuple):
@@ -46,7 +46,7 @@ class FWState(NamedTuple):
 
 def init(smoothed_grad, certificate, mu0, tau0=None) -> FWState:
     """``smoothed_grad(mu, tau) -> (grad_mu, p, h)``: gradient of F_tau, soft-max weights, h."""
-    mu0, _ = _floor(mu0)
+    mu0, _ = floor_simplex(mu0)
     _, p, h = smoothed_grad(mu0, jnp.ones((), mu0.dtype))
     if tau0 is None:
         tau0 = jnp.maximum(0.1 * (jnp.max(h) - jnp.min(h)), 1e-6 * jnp.maximum(jnp.max(jnp.abs(h)), 1.0))

@@ -1,7 +1,7 @@
-"""The average-constrained DEC for linear feedback (Lemma lem:linear-dec) and its solvers.
+"""The average-constrained DEC for linear feedback (the linear-DEC lemma, Section 3.4) and its solvers.
 
 For linear bandits with side observations, M = R^d and the divergence
-I_f(pi, g) = ||M_pi (g - f)||^2, Lemma lem:linear-dec reduces the ac-DEC with gaps Delta_f to
+I_f(pi, g) = ||M_pi (g - f)||^2, the linear-DEC lemma reduces the ac-DEC with gaps Delta_f to
 
     dec^{ac,f}_eps(f_hat) = min_{lambda >= 0, mu in simplex} psi(lambda, mu),
     psi(lambda, mu) = max_b <phi_b - phi_mu, f_hat> + ||phi_b||^2_{V(mu)^{-1}} / (4 lambda) + lambda eps^2,
@@ -29,7 +29,7 @@ Fixed lambda') solved by smoothed Frank-Wolfe (``e2d_jax.dec.frank_wolfe``) on a
 lambda grid over a range that provably contains the minimiser, then refined
 (``e2d_jax.dec.lambda_search``). ``"saddle-grid"`` uses mirror-prox for the inner problem.
 
-Gaps Delta instead of Delta_f (``gaps="delta"``): max over g of <phi_b - phi_mu, g> -
+Gaps Delta instead of Delta_f (``gap_type="delta"``): max over g of <phi_b - phi_mu, g> -
 lambda ||g - f_hat||^2_V gives c_b(mu) = ||phi_b - phi_mu||^2_{V(mu)^{-1}}; each fixed-lambda
 program is still convex in mu, but the exact form need not be, so only the grid solvers take
 it.
@@ -54,67 +54,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from e2d_jax import _linalg
-from e2d_jax import _validation as V
+from e2d_jax import _checks as V
 from e2d_jax.dec import frank_wolfe, lambda_search, saddle
-from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK, DecResult
+from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
+from e2d_jax.types import GAP_TYPES, DecResult, Status
 
-GAPS = ("delta_f", "delta")
 SOLVERS = ("saddle", "fw-grid", "saddle-grid")
-
-
-# --------------------------------------------------------------------------------------
-# The observable span (computed once per instance by the builders of ``e2d_jax.envs.linear``)
-
-
-class ObservableSpan(NamedTuple):
-    """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
-
-    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
-    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
-    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
-    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
-    degenerate instances) get an identity block in ``null_proj``; the features have no
-    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
-
-    Attributes:
-      features: (K, r) U^T phi_pi.
-      grams: (K, r, r) U^T G_pi U.
-      null_proj: (r, r) projector on unreached basis directions (usually 0).
-      basis: (d, r) U.
-    """
-
-    features: jax.Array
-    grams: jax.Array
-    null_proj: jax.Array
-    basis: jax.Array
-
-
-def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
-    """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
-
-    Args:
-      features: (K, d).
-      grams: (K, d, d).
-      rank: number of basis vectors r (static). Default: the numerical rank of sum_pi G_pi
-        (``e2d_jax._linalg.numerical_rank``) when the arrays are concrete, else d (exact either
-        way; a smaller r is faster).
-      basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
-    """
-    features = jnp.asarray(features)
-    grams = jnp.asarray(grams, features.dtype)
-    d = features.shape[-1]
-    if basis is None:
-        total = jnp.sum(grams, axis=0)
-        if rank is None:
-            rank = _linalg.numerical_rank(total) if V.is_concrete(total) else d
-        _, vecs = jnp.linalg.eigh(total)
-        basis = vecs[:, ::-1][:, :rank]
-    basis = jnp.asarray(basis, features.dtype)
-    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
-    ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
-    tol = _linalg.rank_tolerance(jnp.max(ev), basis.shape[1], features.dtype)
-    null = (vecs * (ev <= tol)) @ vecs.T
-    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
 
 
 # --------------------------------------------------------------------------------------
@@ -129,15 +74,15 @@ def design_matrix(mu, s: ObservableSpan):
 def feature_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K)."""
     w = _linalg.psd_solve(design_matrix(mu, s), s.features.T)
-    # (einsum rather than a broadcast product: measured 4x faster under vmap on CPU)
+    # (einsum rather than a broadcast product: fewer kernels under vmap on CPU)
     return jnp.einsum("ik,ki->k", w, s.features), w
 
 
-def _info_grad(w, weights, grams):
+def info_gradient(w, weights, grams):
     """d/dmu_pi of sum_b weights_b c_b(mu) = -<G_pi, W diag(weights) W^T>, (K,).
 
-    Written as (G flattened) @ ((W (x) W) @ weights): measured the fastest of five
-    formulations under vmap on CPU (0.12 us vs 0.18 us per problem at r=3, K=10).
+    Written as (G flattened) @ ((W (x) W) @ weights), the fastest of the formulations tried
+    under vmap on CPU (docs: Design notes).
     """
     r, k = w.shape
     outer = (w[:, None, :] * w[None, :, :]).reshape(r * r, k)
@@ -202,17 +147,17 @@ def best_lambda(a, c, eps2):
     return value, _lambda_star(y, eps), omega
 
 
-def psi(lam, mu, s: ObservableSpan, f_hat_r, eps2, gaps: str = "delta_f"):
-    """psi(lambda, mu) of Lemma lem:linear-dec evaluated honestly (structure coordinates)."""
+def psi(lam, mu, s: ObservableSpan, f_hat_r, eps2, gap_type: str = "delta_f"):
+    """psi(lambda, mu) of the linear-DEC lemma evaluated honestly (structure coordinates)."""
     r = s.features @ f_hat_r
-    c = feature_norms(mu, s)[0] if gaps == "delta_f" else delta_norms(mu, s)
+    c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
     return jnp.max(r - mu @ r + c / (4.0 * lam)) + lam * eps2
 
 
-def exact_value(mu, s: ObservableSpan, f_hat_r, eps2, gaps: str = "delta_f"):
+def exact_value(mu, s: ObservableSpan, f_hat_r, eps2, gap_type: str = "delta_f"):
     """g(mu) = min_lambda psi(lambda, mu), exactly, with the minimising lambda."""
     r = s.features @ f_hat_r
-    c = feature_norms(mu, s)[0] if gaps == "delta_f" else delta_norms(mu, s)
+    c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
     value, lam, _ = best_lambda(r - mu @ r, c, eps2)
     return value, lam
 
@@ -233,7 +178,7 @@ def _exact_problem(s, r, eps2):
     def grads(mu, omega):
         c, w = feature_norms(mu, s)
         root = jnp.sqrt(omega @ c)
-        g_mu = -r + eps / (2.0 * root) * _info_grad(w, omega, s.grams)
+        g_mu = -r + eps / (2.0 * root) * info_gradient(w, omega, s.grams)
         g_om = r + eps * c / (2.0 * root)
         return g_mu, g_om
 
@@ -244,23 +189,22 @@ def _exact_problem(s, r, eps2):
         lower = -jnp.inf
         for om in (omega, om_star):
             root = jnp.sqrt(om @ c)
-            g = -r + eps / (2.0 * root) * _info_grad(w, om, s.grams)
+            g = -r + eps / (2.0 * root) * info_gradient(w, om, s.grams)
             lagr = om @ a + eps * root
             lower = jnp.maximum(lower, lagr + jnp.min(g) - g @ mu)
         # lambda*(mu) and psi(lambda*, mu), honestly evaluated, as solve_acdec reports them:
-        # kept by the solver for its best mu, so not computed again after the solve (same
-        # bits; 1.07x on the Exp. 1 shape, no change on Exp. 2, interleaved A/B).
+        # kept by the solver for its best mu, so not computed again after the solve.
         lam = _lambda_star(y, eps)
         return upper, lower, lam, _psi_value(a, c, lam, eps2)
 
     return grads, certificate
 
 
-def _offset_problem(s, r, lam, gaps):
+def _offset_problem(s, r, lam, gap_type):
     """grads / certificate / smoothed gradient of L(mu, omega) = sum_b omega_b h_b(mu),
     h_b(mu) = a_b(mu) + c_b(mu) / (4 lambda) (without the constant lambda eps^2)."""
     def pieces(mu, weights_fn):
-        if gaps == "delta_f":
+        if gap_type == "delta_f":
             c, w = feature_norms(mu, s)
             extra = 0.0
         else:
@@ -271,9 +215,9 @@ def _offset_problem(s, r, lam, gaps):
             c = jnp.einsum("ik,ki->k", w, x)
         h = r - mu @ r + c / (4.0 * lam)
         weights = weights_fn(h)
-        if gaps != "delta_f":
+        if gap_type != "delta_f":
             extra = -2.0 * (s.features @ (w @ weights))
-        g = -r + (_info_grad(w, weights, s.grams) + extra) / (4.0 * lam)
+        g = -r + (info_gradient(w, weights, s.grams) + extra) / (4.0 * lam)
         return h, weights, g
 
     def grads(mu, omega):
@@ -309,12 +253,11 @@ class LinearSolverConfig:
       maxiter: iteration budget per inner solve.
       rtol: stop when the certified gap <= rtol * value (+ ``atol``).
 
-    Defaults (saddle): 1,000 iterations, rtol 1e-3. Measured on 200 random Exp.-1 problems
-    in float32, the median solve certifies 1e-3 in 125 iterations and the 99th percentile in
-    ~1,200, with a tail to ~3,700 (float32 rounding slows the last digits); a vmapped batch
-    runs as long as its slowest problem, so the budget caps that tail. A solve that stops on
-    the budget reports STATUS_MAX_ITER with its certified ``gap`` (typically < 3e-3 of the
-    value); raise ``maxiter`` for a tighter certificate.
+    Defaults (saddle): 1,000 iterations, rtol 1e-3. Most problems certify 1e-3 in a few
+    hundred iterations, with a tail of slower ones (float32 rounding slows the last digits);
+    a vmapped batch runs as long as its slowest problem, so the budget caps that tail. A
+    solve that stops on the budget reports ``Status.MAX_ITER`` with its certified ``gap``;
+    raise ``maxiter`` for a tighter certificate.
       atol: absolute part of the tolerance.
       check_every: iterations between certificate evaluations.
       lam_grid: points of the first lambda grid (grid solvers).
@@ -345,11 +288,11 @@ class LinearSolverConfig:
 
 #: The paper's budget (Appendix 'Experimental Setup'): 100 Frank-Wolfe steps warm-started
 #: from the previous round's mu on a 50-point lambda grid.
-PAPER_BUDGET = LinearSolverConfig(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100, lam_grid=50,
+PAPER_SOLVER = LinearSolverConfig(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100, lam_grid=50,
                             lam_refine=1, lam_rounds=0)
 
 
-def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gaps="delta_f"):
+def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gap_type="delta_f"):
     """A range [lo, hi] that provably contains the minimising lambda.
 
     Let U = g(mu_ref) (computed exactly) >= the optimal value psi*, and Lam = max_pi tr G_pi,
@@ -365,10 +308,10 @@ def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gaps="delta_f"):
     D the diameter of the features (triangle inequality), so psi >= -R + D^2 / (16 Lam lambda)
     and lambda* >= D^2 / (16 Lam (U + R)).
     """
-    c = feature_norms(mu_ref, s)[0] if gaps == "delta_f" else delta_norms(mu_ref, s)
+    c = feature_norms(mu_ref, s)[0] if gap_type == "delta_f" else delta_norms(mu_ref, s)
     upper, _, _ = best_lambda(r - mu_ref @ r, c, eps2)
     big = jnp.max(jnp.trace(s.grams, axis1=1, axis2=2))
-    if gaps == "delta_f":
+    if gap_type == "delta_f":
         lo = jnp.sum(s.features[jnp.argmax(r)] ** 2) / (4.0 * big * upper)
     else:
         diff = s.features[:, None, :] - s.features[None, :, :]
@@ -398,7 +341,7 @@ def cold_start(k: int, dtype) -> WarmStart:
 
 
 def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = LinearSolverConfig(),
-                warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
+                warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable.
 
     Returns the DecResult and the WarmStart for the next solve.
@@ -409,18 +352,18 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = L
     r = s.features @ f_hat_r
     eps2 = jnp.asarray(eps2, dtype)
     if config.solver == "saddle":
-        if gaps != "delta_f":
-            raise ValueError("solver 'saddle' solves the exact form for gaps='delta_f' only; "
-                             "use solver='fw-grid' or 'saddle-grid' with gaps='delta'")
+        if gap_type != "delta_f":
+            raise ValueError("solver 'saddle' solves the exact form for gap_type='delta_f' only; "
+                             "use solver='fw-grid' or 'saddle-grid' with gap_type='delta'")
         grads, cert = _exact_problem(s, r, eps2)
         sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
                            atol=config.atol, check_every=config.check_every, step0=warm.step)
         mu, lower, iters, omega, step = sol.mu, sol.lower, sol.iterations, sol.omega, sol.step
     else:
-        lo, hi = lambda_range(s, r, eps2, mu0, gaps)
+        lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
 
         def solve_at(lam):
-            grads, cert, smooth = _offset_problem(s, r, lam, gaps)
+            grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
             if config.solver == "fw-grid":
                 return frank_wolfe.solve(smooth, cert, mu0, maxiter=config.maxiter, rtol=config.rtol,
                                          atol=config.atol, check_every=config.check_every)
@@ -436,27 +379,27 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = L
         lam, value = sol.aux  # from the certificate of the returned mu
     else:
         # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
-        c = feature_norms(mu, s)[0] if gaps == "delta_f" else delta_norms(mu, s)
+        c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
         _, lam, _ = best_lambda(r - mu @ r, c, eps2)
         value = _psi_value(r - mu @ r, c, lam, eps2)
     gap = value - lower
     converged = gap <= config.rtol * jnp.abs(value) + config.atol
     finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & jnp.isfinite(lam)
-    status = jnp.where(~finite, STATUS_NONFINITE, jnp.where(converged, STATUS_OK, STATUS_MAX_ITER))
+    status = jnp.where(~finite, Status.NONFINITE, jnp.where(converged, Status.OK, Status.MAX_ITER))
     result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
                        status=status.astype(jnp.int32), omega=omega)
     return result, WarmStart(mu, omega, step)
 
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, config: LinearSolverConfig = LinearSolverConfig(),
-                 warm: WarmStart | None = None, gaps: str = "delta_f") -> tuple[DecResult, WarmStart]:
+                 warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates."""
     warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
     lam = jnp.asarray(lam, dtype)
-    grads, cert, smooth = _offset_problem(s, r, lam, gaps)
+    grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
     if config.solver == "fw-grid":
         sol = frank_wolfe.solve(smooth, cert, mu0, maxiter=config.maxiter, rtol=config.rtol,
                                 atol=config.atol, check_every=config.check_every)
@@ -489,7 +432,9 @@ def _check_problem(features, grams, f_hat):
     V.check_psd("grams", grams)
 
 
-def _config(solver, options) -> LinearSolverConfig:
+def solver_config(solver: str = "saddle", **options) -> LinearSolverConfig:
+    """The :class:`LinearSolverConfig` of a solver name with its defaults, updated by ``options``
+    (fields of the config); a ValueError lists the valid fields for an unknown one."""
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     if solver == "fw-grid":
@@ -525,16 +470,26 @@ def _static_rank(grams, rank):
     return grams.shape[-1]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gaps", "rank"))
-def _acdec_jit(features, grams, f_hat, eps2, warm, *, config, gaps, rank):
+@functools.partial(jax.jit, static_argnames=("config", "gap_type", "rank"))
+def _acdec_arrays(features, grams, f_hat, eps2, warm, *, config, gap_type, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gaps)[0]
+    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gap_type)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gaps", "rank"))
-def _offset_jit(features, grams, f_hat, lam, warm, *, config, gaps, rank):
+@functools.partial(jax.jit, static_argnames=("config", "gap_type"))
+def _acdec_span(s, f_hat, eps2, warm, *, config, gap_type):
+    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gap_type)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("config", "gap_type", "rank"))
+def _offset_arrays(features, grams, f_hat, lam, warm, *, config, gap_type, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gaps)[0]
+    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gap_type)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("config", "gap_type"))
+def _offset_span(s, f_hat, lam, warm, *, config, gap_type):
+    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gap_type)[0]
 
 
 def _dtype(*xs):
@@ -542,28 +497,51 @@ def _dtype(*xs):
     return dt if jnp.issubdtype(dt, jnp.floating) else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def linear_acdec(features, grams, f_hat, eps2, *, solver: str = "saddle", gaps: str = "delta_f",
-                 mu0=None, omega0=None, rank: int | None = None, **options) -> DecResult:
-    """The average-constrained DEC of Lemma lem:linear-dec, with a certificate.
+def _problem(fn: str, problem: tuple, last: str):
+    """``(model, f_hat, x)`` or ``(features, grams, f_hat, x)`` -> (model or None, features,
+    grams, f_hat, x), with the shapes and values checked (``last`` names x)."""
+    if problem and isinstance(problem[0], LinearModel):
+        if len(problem) != 3:
+            raise ValueError(f"{fn}(model, f_hat, {last}) takes 3 positional arguments with a model, got "
+                             f"{len(problem)}")
+        model, f_hat, x = problem
+        _check_problem(model.features, model.grams, f_hat)
+        return model, model.features, model.grams, f_hat, x
+    if len(problem) != 4:
+        raise ValueError(f"{fn} takes (model, f_hat, {last}) or (features, grams, f_hat, {last}), got "
+                         f"{len(problem)} positional arguments")
+    features, grams, f_hat, x = problem
+    _check_problem(features, grams, f_hat)
+    return None, features, grams, f_hat, x
+
+
+def linear_acdec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu0=None, omega0=None,
+                 rank: int | None = None, **options) -> DecResult:
+    """The average-constrained DEC of a linear model with side observations, with a certificate.
 
     Solves min_{lambda >= 0, mu in simplex} max_b <phi_b - phi_mu, f_hat> +
-    ||phi_b||^2_{V(mu)^{-1}} / (4 lambda) + lambda eps^2 (see the module docstring).
+    ||phi_b||^2_{V(mu)^{-1}} / (4 lambda) + lambda eps^2 (the linear-DEC lemma of Section 3.4;
+    see the module docstring), with the information I_f(pi, g) = ||M_pi (g - f)||^2.
+
+    Call it as ``linear_acdec(model, f_hat, eps2)`` with a :class:`~e2d_jax.envs.linear.LinearModel`
+    (its precomputed observable span is used) or ``linear_acdec(features, grams, f_hat, eps2)``
+    with arrays.
 
     Args:
-      features: (K, d) phi_pi as rows (NumPy or JAX, float32 or float64).
-      grams: (K, d, d) G_pi = M_pi^T M_pi: symmetric positive semi-definite, checked on
-        concrete inputs within 1e-5 x max(1, max |entry|) (``e2d_jax._validation.PSD_RTOL``).
-      f_hat: (d,) the reference model.
-      eps2: () the radius eps^2 > 0.
-      Concrete inputs with NaN or inf, mismatched shapes or K < 2 raise ValueError naming
-      the argument; under jit/vmap the result's ``status`` reports non-finite answers.
+      *problem: ``(model, f_hat, eps2)`` or ``(features, grams, f_hat, eps2)``:
+        features (K, d) phi_pi as rows; grams (K, d, d) G_pi = M_pi^T M_pi, symmetric
+        positive semi-definite (checked on concrete inputs within ``PSD_RTOL`` x max(1,
+        max |entry|)); f_hat (d,) the reference model; eps2 () the radius eps^2 > 0.
+        Concrete inputs with NaN or inf, mismatched shapes or K < 2 raise ValueError naming
+        the argument; under jit/vmap the result's ``status`` reports non-finite answers.
       solver: ``"saddle"`` (exact form by mirror-prox; default), ``"fw-grid"`` (the paper's
         smoothed Frank-Wolfe on a lambda grid) or ``"saddle-grid"``.
-      gaps: ``"delta_f"`` (Lemma lem:linear-dec; default) or ``"delta"``.
+      gap_type: ``"delta_f"`` (the lemma's gaps; default) or ``"delta"`` (grid solvers only).
       mu0, omega0: optional (K,) warm starts.
-      rank: dimension of the observable span if known (static); see ``observable_span``.
-      **options: fields of :class:`LinearSolverConfig` (maxiter, rtol, atol, check_every, lam_grid,
-        lam_refine, lam_rounds).
+      rank: with arrays, the dimension of the observable span if known (static); see
+        :func:`~e2d_jax.envs.linear.observable_span`.
+      **options: fields of :class:`LinearSolverConfig` (maxiter, rtol, atol, check_every,
+        lam_grid, lam_refine, lam_rounds).
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` (), ``value`` () = psi(lam, mu), ``lower_bound`` (a
@@ -571,40 +549,51 @@ def linear_acdec(features, grams, f_hat, eps2, *, solver: str = "saddle", gaps: 
       ``status`` and ``omega``.
 
     References:
-      Kirschner et al. (2023), Lemma lem:linear-dec, Appendix 'Convex Program for Fixed lambda'.
+      Kirschner et al. (2023), Section 3.4 (the linear-DEC lemma), Appendix D (the
+      fixed-lambda program).
     """
-    _check_problem(features, grams, f_hat)
+    model, features, grams, f_hat, eps2 = _problem("linear_acdec", problem, "eps2")
     V.check_positive("eps2", eps2)
-    if gaps not in GAPS:
-        raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
-    if solver == "saddle" and gaps == "delta":
-        raise ValueError("solver='saddle' needs gaps='delta_f' (the exact form is convex only "
+    if gap_type not in GAP_TYPES:
+        raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    if solver == "saddle" and gap_type == "delta":
+        raise ValueError("solver='saddle' needs gap_type='delta_f' (the exact form is convex only "
                          "for Delta_f); use solver='fw-grid' or 'saddle-grid'")
-    config = _config(solver, options)
+    config = solver_config(solver, **options)
     dtype = _dtype(features, grams, f_hat)
+    warm = _warm(mu0, omega0, features.shape[0], dtype)
+    if model is not None:
+        span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
+        return _acdec_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm, config=config,
+                           gap_type=gap_type)
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
-    return _acdec_jit(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype),
-                      _warm(mu0, omega0, features.shape[0], dtype), config=config, gaps=gaps, rank=rank)
+    return _acdec_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm,
+                         config=config, gap_type=gap_type, rank=rank)
 
 
-def linear_offset_dec(features, grams, f_hat, lam, *, solver: str = "saddle", gaps: str = "delta_f",
-                      mu0=None, omega0=None, rank: int | None = None, **options) -> DecResult:
-    """The offset DEC for fixed lambda: min_mu max_b <phi_b - phi_mu, f_hat> + ||phi_b||^2_{V(mu)^{-1}} / (4 lambda).
+def linear_offset_dec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu0=None, omega0=None,
+                      rank: int | None = None, **options) -> DecResult:
+    """The offset DEC for a fixed lambda: min_mu max_b <phi_b - phi_mu, f_hat> + ||phi_b||^2_{V(mu)^{-1}} / (4 lambda).
 
-    Same arguments as :func:`linear_acdec` with ``lam`` > 0 instead of ``eps2``;
-    ``solver`` is ``"saddle"`` (mirror-prox on the max over mixtures, default) or
-    ``"fw-grid"`` (smoothed Frank-Wolfe; no grid is involved for a fixed lambda).
-    The returned ``value`` is the objective at ``mu`` (no lambda eps^2 term) and ``lam`` is
-    the given lambda.
+    Called as :func:`linear_acdec` with ``lam`` > 0 in place of ``eps2``:
+    ``linear_offset_dec(model, f_hat, lam)`` or ``linear_offset_dec(features, grams, f_hat, lam)``.
+    ``solver`` is ``"saddle"`` (mirror-prox on the max over mixtures, default) or ``"fw-grid"``
+    (smoothed Frank-Wolfe; no grid is involved for a fixed lambda). The returned ``value`` is
+    the objective at ``mu`` (no lambda eps^2 term) and ``lam`` is the given lambda.
     """
-    _check_problem(features, grams, f_hat)
+    model, features, grams, f_hat, lam = _problem("linear_offset_dec", problem, "lam")
     V.check_positive("lam", lam)
-    if gaps not in GAPS:
-        raise ValueError(f"gaps must be one of {GAPS}, got {gaps!r}")
-    config = _config(solver, options)
+    if gap_type not in GAP_TYPES:
+        raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    config = solver_config(solver, **options)
     dtype = _dtype(features, grams, f_hat)
+    warm = _warm(mu0, omega0, features.shape[0], dtype)
+    if model is not None:
+        span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
+        return _offset_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm, config=config,
+                            gap_type=gap_type)
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
-    return _offset_jit(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype),
-                       _warm(mu0, omega0, features.shape[0], dtype), config=config, gaps=gaps, rank=rank)
+    return _offset_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm,
+                          config=config, gap_type=gap_type, rank=rank)

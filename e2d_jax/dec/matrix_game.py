@@ -6,11 +6,8 @@ each, so the returned gap is certified whatever the iteration did. Two solvers:
 
 * ``"ipm"`` (default): a primal-dual interior-point method on von Neumann's LP form of the
   game (:func:`solve_game_ipm`), one K x K Cholesky per iteration, 10-25 iterations to
-  1e-8 relative in float64. Measured on 5 x 30 games from random bandit classes (2-core CPU,
-  float64, ``benchmarks/finite_throughput.py``): 23,000-39,000 games/s in batches of 100 to
-  10,000 at errors <= 5e-9, against 700-1,100 games/s for mirror-prox, which needs hundreds
-  to thousands of iterations (O(1/T)) and met 1e-4 within 2000 iterations on only 65% of
-  the games, and 780-830 games/s for scipy's linprog (HiGHS) one at a time.
+  1e-8 relative in float64; far faster per game than mirror-prox, which needs hundreds to
+  thousands of iterations (O(1/T)) (``benchmarks/finite_throughput.py``; docs: Performance).
 * ``"mirror-prox"``: the optimistic mirror-prox of ``e2d_jax.dec.saddle`` (warm-startable).
 
 The finite-class DEC programs (``e2d_jax.dec.finite``) are built from these games.
@@ -25,7 +22,7 @@ from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax.dec import saddle
-from e2d_jax.types import STATUS_MAX_ITER, STATUS_NONFINITE, STATUS_OK
+from e2d_jax.types import Status
 
 SOLVERS = ("ipm", "mirror-prox")
 
@@ -108,15 +105,12 @@ def _ipm_start(a, b) -> _IPMState:
 
 
 #: Largest K (the min player's actions) for which the interior-point step uses its two
-#: small-K forms, both measured by interleaved A/B of 64-seed finite Anytime-E2D rollouts on
-#: the 2-core CPU (same regret):
+#: small-K forms, each faster there and slower at K = 10 (docs: Design notes):
 #: * B E B^T from the precomputed outer products of B's columns, one (K^2, M) matrix-vector
-#:   product a step, instead of a (K, M) x (M, K) product: K=5, M=30 11.1k vs 10.3k
-#:   seed-rounds/s (XLA:CPU hands the batched 5 x 30 x 5 products to a library kernel, 72 us
-#:   vs 16 us a call for 64 x 3 games); K=10 5.6k vs 6.2k (slower);
+#:   product a step, instead of a (K, M) x (M, K) product (which XLA:CPU hands to a library
+#:   kernel with a high per-call cost for small batched matrices);
 #: * the Cholesky factor and its solves by each pivot's reciprocal (``_linalg``'s
-#:   ``reciprocal=True``): K=5 1.10x (solves) and 1.15x more (factor); K=10 5.0k vs 6.1k
-#:   (slower).
+#:   ``reciprocal=True``).
 #: The outer products are also capped by their size, K^2 M <= OUTER_MAX.
 SMALL_ACTIONS = 5
 OUTER_MAX = 1 << 16
@@ -229,8 +223,8 @@ def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> Gam
         return _ipm_step(a, b, st, outer)
 
     st = lax.while_loop(cond, body, state)
-    status = jnp.where(converged(st), STATUS_OK, STATUS_MAX_ITER)
-    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, STATUS_NONFINITE)
+    status = jnp.where(converged(st), Status.OK, Status.MAX_ITER)
+    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, Status.NONFINITE)
     return GameSolution(mu=st.best_mu, omega=st.best_omega, upper=st.upper, lower=st.lower,
                         gap=st.upper - st.lower, iterations=st.iter_num, status=status.astype(jnp.int32))
 

@@ -48,8 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from e2d_jax import _validation as V
-from e2d_jax.envs import linear as _linear
+from e2d_jax import _checks as V
+from e2d_jax.envs.linear import assemble_model
 from e2d_jax.types import Environment
 
 
@@ -403,7 +403,7 @@ def _linear_view(rewards, obs_matrices, obs_mask, sigma, dtype):
     k = rewards.shape[1]
     eye = jnp.eye(k, dtype=dtype)
     radius = jnp.max(jnp.linalg.norm(jnp.asarray(rewards, dtype), axis=1))
-    return _linear._assemble(eye, jnp.asarray(obs_matrices, dtype), jnp.asarray(obs_mask, bool), sigma, k, radius)
+    return assemble_model(eye, jnp.asarray(obs_matrices, dtype), jnp.asarray(obs_mask, bool), sigma, k, radius)
 
 
 def _gaussian_bandit(means, sigma, true_model, dtype):
@@ -482,10 +482,9 @@ def revealing_class(key: jax.Array, num_actions: int, num_models: int, *, sigma:
     informations, I_f(pi_hat, g) = gain^2 ||r_g - r_f||^2 / (2 sigma^2), at a regret of at
     least ``reward_range[0] - revealing_reward`` per play.
 
-    No model makes pi_hat optimal, yet the linear-view UCB and TS do play it, rarely:
-    measured on the CLI's ``finite-revealing`` class (K=10, M=30, gain 3, 300 rounds), see
-    README 'Agents'. E2D plays it when the information is worth the regret, which is the
-    effect the paper's Experiment 2 shows.
+    No model makes pi_hat optimal, yet the linear-view UCB and TS do play it, rarely (their
+    confidence sets are larger than the class). E2D plays it when the information is worth
+    the regret, which is the effect the paper's Experiment 2 shows.
 
     Args:
       key: PRNG key for the reward table (``jax.vmap`` over keys gives a batch of classes).

@@ -1,4 +1,4 @@
-"""Linear bandits with side observations (paper, Examples 2.1 and 2.2; Appendix 'Experiments').
+"""Linear bandits with side observations (the paper's examples of Section 2; Appendix E, 'Experiments').
 
 A model class is a set of features phi_pi (rows of ``features``, K x d) and observation maps
 M_pi (m_pi x d). Playing pi under the true parameter f* gives the reward <phi_pi, f*> (never
@@ -35,9 +35,63 @@ import jax.numpy as jnp
 import numpy as np
 
 from e2d_jax import _linalg
-from e2d_jax import _validation as V
-from e2d_jax.dec.linear import ObservableSpan, observable_span
+from e2d_jax import _checks as V
 from e2d_jax.types import Environment
+
+
+# --------------------------------------------------------------------------------------
+# The observable span (computed once per instance by the builders below)
+
+
+class ObservableSpan(NamedTuple):
+    """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
+
+    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
+    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
+    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
+    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
+    degenerate instances) get an identity block in ``null_proj``; the features have no
+    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
+
+    Attributes:
+      features: (K, r) U^T phi_pi.
+      grams: (K, r, r) U^T G_pi U.
+      null_proj: (r, r) projector on unreached basis directions (usually 0).
+      basis: (d, r) U.
+    """
+
+    features: jax.Array
+    grams: jax.Array
+    null_proj: jax.Array
+    basis: jax.Array
+
+
+def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
+    """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
+
+    Args:
+      features: (K, d).
+      grams: (K, d, d).
+      rank: number of basis vectors r (static). Default: the numerical rank of sum_pi G_pi
+        (``e2d_jax._linalg.numerical_rank``) when the arrays are concrete, else d (exact either
+        way; a smaller r is faster).
+      basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
+    """
+    features = jnp.asarray(features)
+    grams = jnp.asarray(grams, features.dtype)
+    d = features.shape[-1]
+    if basis is None:
+        total = jnp.sum(grams, axis=0)
+        if rank is None:
+            rank = _linalg.numerical_rank(total) if V.is_concrete(total) else d
+        _, vecs = jnp.linalg.eigh(total)
+        basis = vecs[:, ::-1][:, :rank]
+    basis = jnp.asarray(basis, features.dtype)
+    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
+    ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
+    tol = _linalg.rank_tolerance(jnp.max(ev), basis.shape[1], features.dtype)
+    null = (vecs * (ev <= tol)) @ vecs.T
+    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
 
 
 class LinearModel(NamedTuple):
@@ -115,7 +169,9 @@ def _default_dtype(dtype):
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _assemble(features, obs_matrices, obs_mask, sigma, rank, radius) -> LinearModel:
+def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius) -> LinearModel:
+    """A :class:`LinearModel` from padded arrays: the Gram matrices and the observable span
+    (of dimension ``rank``, static) are computed here, once per instance. Traceable."""
     grams = jnp.einsum("kmi,kmj->kij", obs_matrices, obs_matrices)
     return LinearModel(
         features=features,
@@ -204,7 +260,7 @@ def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0, r
     obs_matrices = jnp.where(reveal, features[None, :, :], own)
     first_row = jnp.zeros((num_actions, num_actions), bool).at[:, 0].set(True)
     obs_mask = jnp.where(reveal[:, :, 0], jnp.ones_like(eye), first_row)
-    model = _assemble(features, obs_matrices, obs_mask, sigma, min(d, num_actions), radius)
+    model = assemble_model(features, obs_matrices, obs_mask, sigma, min(d, num_actions), radius)
     return LinearEnvParams(model=model, theta=jnp.asarray(theta, features.dtype))
 
 
@@ -213,7 +269,7 @@ def semi_bandit_authors(key: jax.Array, d: int, num_actions: int, *, sigma: floa
     ``semi_bandit`` in ``pm/main.py``, default flags), the ``semi-bandit-authors`` preset.
 
     f* = e_1; features with i.i.d. N(0, 1) entries, *not* normalised (that code normalises the
-    rows only with ``--normalize_actions``, off by default), so ||phi_pi|| is about sqrt(d);
+    rows only when asked to, which its default does not), so ||phi_pi|| is about sqrt(d);
     action 0 is the revealing action, with no check that it is suboptimal (the paper's text
     says it is; on this distribution it is the optimal action with probability 1/K). The
     observation structure is :func:`semi_bandit`'s. ``model.radius`` = 1 (= ||f*||).
@@ -238,14 +294,14 @@ def revealing_is_optimal(params: LinearEnvParams) -> jax.Array:
 
 
 def linear_bandit(key, d: int, num_actions: int, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
-    """Plain linear bandit (Example 2.1): M_pi = phi_pi^T, random instance as documented above."""
+    """Plain linear bandit (Section 2, Example 'Linear Bandits'): M_pi = phi_pi^T, random instance as documented above."""
     _check_sizes(d, num_actions)
     V.check_positive("sigma", sigma)
     dtype = _default_dtype(dtype)
     k_feat, k_theta = jax.random.split(key)
     features = _unit_sphere(k_feat, (num_actions, d), dtype)
     theta = _unit_sphere(k_theta, (d,), dtype)
-    model = _assemble(
+    model = assemble_model(
         features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, min(d, num_actions), 1.0
     )
     return LinearEnvParams(model=model, theta=theta)
@@ -261,75 +317,128 @@ def multi_armed_bandit(key, num_actions: int, *, sigma: float = 1.0, dtype=None)
     dtype = _default_dtype(dtype)
     features = jnp.eye(num_actions, dtype=dtype)
     theta = jax.random.uniform(key, (num_actions,), dtype=jnp.float32).astype(dtype)
-    model = _assemble(
+    model = assemble_model(
         features, features[:, None, :], jnp.ones((num_actions, 1), bool), sigma, num_actions,
         np.sqrt(num_actions),
     )
     return LinearEnvParams(model=model, theta=theta)
 
 
+def pad_observations(obs_matrices) -> tuple[np.ndarray, np.ndarray]:
+    """Observation maps of different sizes as one padded array and its mask.
+
+    Args:
+      obs_matrices: a sequence of K arrays, the k-th of shape (m_k, d) (or (d,): one row).
+
+    Returns:
+      ``(padded (K, m, d), mask (K, m))`` with m = max_k m_k: the rows past m_k are zero and
+      False in the mask (padding is exact, see the module docstring).
+    """
+    if isinstance(obs_matrices, np.ndarray) or not hasattr(obs_matrices, "__len__"):
+        raise ValueError("obs_matrices must be a sequence of (m_k, d) arrays, one per action")
+    rows = [np.atleast_2d(np.asarray(m, np.float64)) for m in obs_matrices]
+    if not rows:
+        raise ValueError("obs_matrices must hold one (m_k, d) array per action, got none")
+    d = rows[0].shape[1]
+    for k, r in enumerate(rows):
+        if r.ndim != 2 or r.shape[1] != d:
+            raise ValueError(f"obs_matrices[{k}] must have shape (m_{k}, d) with d={d} columns like "
+                             f"obs_matrices[0], got {r.shape}")
+    m = max(r.shape[0] for r in rows)
+    padded = np.zeros((len(rows), m, d))
+    mask = np.zeros((len(rows), m), bool)
+    for k, r in enumerate(rows):
+        padded[k, :r.shape[0]] = r
+        mask[k, :r.shape[0]] = True
+    return padded, mask
+
+
 def linear_side_observation(
-    features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None, radius=None
+    features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None, radius=None, rank: int | None = None,
+    dtype=None,
 ) -> LinearEnvParams:
-    """An instance from explicit arrays (concrete NumPy or JAX arrays).
+    """An instance from explicit arrays (NumPy or JAX; traced arrays are accepted, e.g. under
+    ``jax.vmap`` over theta or a key, and then only their shapes are checked).
 
     Args:
       features: (K, d) features, K >= 2.
-      obs_matrices: (K, m, d) observation maps, padded with zero rows.
+      obs_matrices: (K, m, d) observation maps, padded with zero rows (or (K, d): one row
+        each), or a list of K arrays of shapes (m_k, d), padded here
+        (:func:`pad_observations`).
       theta: (d,) the true parameter f*.
       sigma: noise standard deviation (> 0).
       obs_mask: optional (K, m) bool; default: the rows that are not identically zero.
       radius: the known bound S >= ||theta|| of the class (UCB's width); default ||theta||.
+      rank: the dimension of the observable span (static); default: the numerical rank of
+        sum_pi M_pi^T M_pi for concrete arrays, min(d, K m) for traced ones (exact either way;
+        a smaller rank is faster).
+      dtype: float dtype (default: that of ``features`` if floating, else float64 when x64 is
+        enabled and float32 otherwise).
 
-    The paper assumes phi_pi phi_pi^T <= M_pi^T M_pi (the reward is observed); this is
-    checked, since the linear DEC relies on every feature lying in the observable span.
+    The paper assumes phi_pi phi_pi^T <= M_pi^T M_pi (the reward is observed; Example 'Linear
+    Bandits with Side-Observations', Section 2); this is checked on concrete arrays, since the
+    linear DEC relies on every feature lying in the observable span.
     """
     V.check_floating("features", features)
-    features_np = np.asarray(features)
-    if features_np.ndim != 2:
-        raise ValueError(f"features must have shape (K, d), got {features_np.shape}")
-    num_actions, d = features_np.shape
+    shape = tuple(np.shape(features)) if V.is_concrete(features) else tuple(features.shape)
+    if len(shape) != 2:
+        raise ValueError(f"features must have shape (K, d), got {shape}")
+    num_actions, d = shape
     _check_sizes(d, num_actions)
-    obs_np = np.asarray(obs_matrices)
-    if obs_np.ndim == 2 and obs_np.shape == (num_actions, d):
-        obs_np = obs_np[:, None, :]
-    V.check_shape("obs_matrices", obs_np, (num_actions, None, d), what="(K, m, d)")
-    V.check_shape("theta", theta, (d,))
+    if isinstance(obs_matrices, (list, tuple)) and len({np.shape(m)[:-1] for m in obs_matrices}) > 1:
+        obs_matrices, padded_mask = pad_observations(obs_matrices)
+        obs_mask = padded_mask if obs_mask is None else obs_mask
+    obs_shape = tuple(np.shape(obs_matrices)) if V.is_concrete(obs_matrices) else tuple(obs_matrices.shape)
+    if obs_shape == (num_actions, d):
+        obs_matrices = obs_matrices[:, None, :]
+        obs_shape = (num_actions, 1, d)
+    V.check_shape("obs_matrices", np.empty(obs_shape), (num_actions, None, d), what="(K, m, d)")
+    theta_shape = tuple(np.shape(theta)) if V.is_concrete(theta) else tuple(theta.shape)
+    V.check_shape("theta", np.empty(theta_shape), (d,))
     V.check_positive("sigma", sigma)
-    for name, arr in (("features", features_np), ("obs_matrices", obs_np), ("theta", theta)):
+    if dtype is None:
+        dt = jnp.result_type(features)
+        dtype = dt if jnp.issubdtype(dt, jnp.floating) else _default_dtype(None)
+    dtype = jnp.dtype(dtype)
+    for name, arr in (("features", features), ("obs_matrices", obs_matrices), ("theta", theta)):
         V.check_finite(name, arr)
+    obs = jnp.asarray(obs_matrices, dtype)
     if obs_mask is None:
-        obs_mask = np.any(obs_np != 0, axis=-1)
+        mask = jnp.any(obs != 0, axis=-1)
     else:
-        V.check_shape("obs_mask", obs_mask, obs_np.shape[:2])
-        obs_mask = np.asarray(obs_mask, bool)
-        obs_np = np.where(obs_mask[..., None], obs_np, 0.0)
-    grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
-    # Reward observed: phi phi^T <= G, i.e. phi in range(G) with phi^T G^+ phi <= 1.
-    for k in range(num_actions):
-        phi = features_np[k]
-        sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
-        resid = np.linalg.norm(grams[k] @ sol - phi)
-        if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
-            raise ValueError(
-                f"obs_matrices[{k}] does not observe the reward of action {k}: the paper "
-                "requires phi_pi phi_pi^T <= M_pi^T M_pi (Example 2.2)"
-            )
-    theta_np = np.asarray(theta, np.float64)
+        V.check_shape("obs_mask", obs_mask, obs_shape[:2])
+        mask = jnp.asarray(obs_mask, bool)
+        obs = jnp.where(mask[..., None], obs, 0.0)
+    concrete = all(V.is_concrete(x) for x in (features, obs_matrices, theta))
+    if concrete:
+        feats_np = np.asarray(features, np.float64)
+        obs_np = np.asarray(obs, np.float64)
+        grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
+        # Reward observed: phi phi^T <= G, i.e. phi in range(G) with phi^T G^+ phi <= 1.
+        for k in range(num_actions):
+            phi = feats_np[k]
+            sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
+            resid = np.linalg.norm(grams[k] @ sol - phi)
+            if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
+                raise ValueError(
+                    f"obs_matrices[{k}] does not observe the reward of action {k}: the paper requires "
+                    "phi_pi phi_pi^T <= M_pi^T M_pi (Example 'Linear Bandits with Side-Observations')")
+    if rank is None:
+        rank = (_linalg.numerical_rank(np.einsum("kmi,kmj->ij", np.asarray(obs), np.asarray(obs)))
+                if concrete else min(d, obs_shape[0] * obs_shape[1]))
+    else:
+        V.check_int("rank", rank, minimum=1)
+    theta = jnp.asarray(theta, dtype)
     if radius is None:
-        radius = float(np.linalg.norm(theta_np))
+        radius = jnp.linalg.norm(theta)
     else:
         V.check_positive("radius", radius)
-        if float(radius) < np.linalg.norm(theta_np) * (1 - 1e-6):
-            raise ValueError(f"radius must be >= ||theta|| = {np.linalg.norm(theta_np):.6g}, got {radius}")
-    dtype = jnp.asarray(features).dtype
-    if not jnp.issubdtype(dtype, jnp.floating):
-        dtype = _default_dtype(None)
-    rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
-    model = _assemble(
-        jnp.asarray(features_np, dtype), jnp.asarray(obs_np, dtype), jnp.asarray(obs_mask), sigma, rank, radius
-    )
-    return LinearEnvParams(model=model, theta=jnp.asarray(theta, dtype))
+        if V.is_concrete(theta) and V.is_concrete(radius):
+            norm = float(np.linalg.norm(np.asarray(theta, np.float64)))
+            if float(radius) < norm * (1 - 1e-6):
+                raise ValueError(f"radius must be >= ||theta|| = {norm:.6g}, got {radius}")
+    model = assemble_model(jnp.asarray(features, dtype), obs, mask, sigma, rank, radius)
+    return LinearEnvParams(model=model, theta=theta)
 
 
 def gaps(params: LinearEnvParams) -> jax.Array:

@@ -24,7 +24,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from e2d_jax import _validation as V
+from e2d_jax import _checks as V
+from e2d_jax.envs import finite
 
 
 class EWAState(NamedTuple):
@@ -80,8 +81,6 @@ def estimate(key: jax.Array, state: EWAState, model, *, convex: bool = False):
       ``(rewards (K,), obs, weights (M,))`` where ``weights`` is the one-hot vector of the
       sample or p itself for the mixture.
     """
-    from e2d_jax.envs import finite
-
     m = state.log_weights.shape[0]
     if convex:
         weights = posterior(state)

@@ -1,8 +1,8 @@
 """Where a sweep's work units run: this machine (``local``) or a Ray cluster (``ray``), and
-which of them (``--part I/N``).
+which of them (``part``).
 
-Every executor runs the same units (``e2d_jax.experiments.spec.units``: one fixed chunk
-layout per sweep) with the same jitted code (``runner.run_units``) and writes the same atomic
+Every executor runs the same units (:func:`e2d_jax.experiments.spec.units`: one fixed chunk
+layout per sweep) with the same jitted code (:func:`e2d_jax.experiments.work.run_units`) and writes the same atomic
 chunk files into one output directory, so results are identical bit for bit whichever
 executor, worker count or part ran a unit (``tests/test_executors.py``), and any of them can
 resume what another started.
@@ -20,9 +20,9 @@ must be a path every node sees (NFS or another shared filesystem mounted at the 
 the workers write the chunk files there and the driver reads them. Ray is an optional
 dependency: ``pip install 'e2d_jax[ray]'``.
 
-Parts (``part=(i, n)``, ``--part I/N``): only the units ``j`` with ``j % n == i - 1`` run, so
+Parts (``part=(i, n)`` or ``"i/n"``): only the units ``j`` with ``j % n == i - 1`` run, so
 ``n`` jobs of a batch scheduler (a SLURM array, say) share one sweep; a part that finds all
-units done collects the tables, and ``--resume`` or ``e2d-jax plot`` does so later.
+units done collects the tables, and a resumed run or ``collect_stored`` does so later.
 """
 from __future__ import annotations
 
@@ -32,13 +32,20 @@ import socket
 import time
 from pathlib import Path
 
-from e2d_jax import _validation as V
+import jax
+
+from e2d_jax import _checks as V
+from e2d_jax.experiments import storage
+from e2d_jax.experiments.provenance import code_id, unit_digest
+from e2d_jax.experiments.spec import SweepError, SweepSpec, default_block, units
+from e2d_jax.experiments.work import progress_bar, run_units
+from e2d_jax.sim.simulate import enable_compilation_cache
 
 EXECUTORS = ("local", "ray")
 
 
 def parse_part(text) -> tuple[int, int] | None:
-    """``"I/N"`` -> (I, N) with 1 <= I <= N; None for None. ValueError names ``--part``."""
+    """``"I/N"`` -> (I, N) with 1 <= I <= N; None for None. ValueError names ``part``."""
     if text is None:
         return None
     if isinstance(text, tuple):
@@ -47,9 +54,9 @@ def parse_part(text) -> tuple[int, int] | None:
         try:
             i, n = (int(x) for x in str(text).split("/"))
         except ValueError:
-            raise ValueError(f"--part must be I/N (e.g. 2/8: the second of eight parts), got {text!r}") from None
+            raise ValueError(f"part must be I/N (e.g. 2/8: the second of eight parts), got {text!r}") from None
     if n < 1 or not 1 <= i <= n:
-        raise ValueError(f"--part I/N needs 1 <= I <= N, got {i}/{n}")
+        raise ValueError(f"part I/N needs 1 <= I <= N, got {i}/{n}")
     return int(i), int(n)
 
 
@@ -67,26 +74,22 @@ class LocalExecutor:
 
     name = "local"
 
-    def run(self, spec, out: Path, digest: str, todo: list, *, progress=None, log=print) -> float:
-        from e2d_jax.experiments.runner import run_units
-
-        return run_units(spec, out, digest, todo, progress=progress, log=log)
+    def run(self, spec, out: Path, digest: str, todo: list, *, progress=None) -> float:
+        return run_units(spec, out, digest, todo, progress=progress)
 
 
 def _probe(address: str, timeout: float) -> None:
     """Fails fast (SweepError) when nothing listens at a Ray head's ``host:port``."""
-    from e2d_jax.experiments.runner import SweepError
-
     if address in ("auto", "local") or address.startswith("ray://"):
         return
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise SweepError(f"--address must be HOST:PORT of a Ray head (e.g. 10.0.0.1:6379) or 'auto', got {address!r}")
+        raise SweepError(f"address must be HOST:PORT of a Ray head (e.g. 10.0.0.1:6379) or 'auto', got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as err:
-        raise SweepError(f"--address: no Ray head answers at {address} within {timeout:.0f} s ({err}); start one "
-                         "with `ray start --head` or leave out --address for a local Ray instance") from None
+        raise SweepError(f"address: no Ray head answers at {address} within {timeout:.0f} s ({err}); start one "
+                         "with Ray's command line (ray start), or give no address for a local Ray instance") from None
 
 
 class RayExecutor:
@@ -121,19 +124,15 @@ class RayExecutor:
 
     # -- connection -------------------------------------------------------------------
     def _connect(self):
-        from e2d_jax.experiments.runner import SweepError
-
         # Probe first: a head that does not answer fails the run before Ray is even imported.
         if self.address is not None:
             _probe(self.address, self.timeout)
         try:
             import ray
         except ImportError:
-            raise SweepError("--executor ray needs Ray: pip install 'e2d_jax[ray]'") from None
+            raise SweepError("executor 'ray' needs Ray: pip install 'e2d_jax[ray]'") from None
         if ray.is_initialized():
             return ray
-        import jax
-
         env_vars = {k: os.environ[k] for k in ("XLA_FLAGS", "E2D_JAX_CACHE_DIR", "JAX_PLATFORMS") if k in os.environ}
         cache = jax.config.jax_compilation_cache_dir
         if cache and "E2D_JAX_CACHE_DIR" not in env_vars:
@@ -148,8 +147,6 @@ class RayExecutor:
         return ray
 
     def _wait_for_resources(self, ray) -> None:
-        from e2d_jax.experiments.runner import SweepError
-
         deadline = time.monotonic() + self.timeout
         while True:
             res = ray.cluster_resources()
@@ -159,7 +156,7 @@ class RayExecutor:
                 raise SweepError(
                     f"the Ray cluster offers {res.get('CPU', 0):g} CPUs and {res.get('GPU', 0):g} GPUs; a task asks for "
                     f"{self.cpus_per_task:g} CPUs and {self.gpus_per_task:g} GPUs and no node that has them joined "
-                    f"within {self.timeout:.0f} s (start the nodes, or lower --gpus-per-task)")
+                    f"within {self.timeout:.0f} s (start the nodes, or ask for fewer gpus_per_task)")
             time.sleep(1.0)
 
     # -- tasks ------------------------------------------------------------------------
@@ -174,26 +171,20 @@ class RayExecutor:
             groups.extend(units_[i:i + per] for i in range(0, len(units_), per))
         return groups
 
-    def run(self, spec, out: Path, digest: str, todo: list, *, progress=None, log=print) -> float:
-        from e2d_jax.experiments.runner import SweepError, _code_id, _progress
-
+    def run(self, spec, out: Path, digest: str, todo: list, *, progress=None) -> float:
         if not todo:
             return 0.0
         ray = self._connect()
         self._wait_for_resources(ray)
         task = ray.remote(_ray_task).options(num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task,
                                             max_retries=self.max_retries, retry_exceptions=False)
-        from e2d_jax.experiments.spec import default_block
-
-        import jax
-
-        spec_dict, code, block = spec.to_dict(), _code_id(), default_block()
+        spec_dict, code, block = spec.to_dict(), code_id(), default_block()
         x64 = bool(jax.config.jax_enable_x64)  # workers compute as the driver does
         pending = {task.remote(spec_dict, str(Path(out).resolve()), digest, code, block, x64, [u.uid for u in g]):
                    len(g)
                    for g in self._groups(todo)}
         t0 = time.perf_counter()
-        bar = _progress(len(todo), progress)
+        bar = progress_bar(len(todo), progress)
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
@@ -207,7 +198,7 @@ class RayExecutor:
                     except ray.exceptions.RayError as err:
                         raise SweepError(f"a Ray task failed after {self.max_retries} retries: "
                                          f"{str(err).splitlines()[0]}; finished chunks are kept, rerun with "
-                                         "--resume") from None
+                                         "resume=True") from None
                     bar.update(n)
         finally:
             bar.close()
@@ -218,25 +209,18 @@ class RayExecutor:
 
 def _ray_task(spec_dict: dict, out: str, digest: str, code: str, block: int, x64: bool, uids: list) -> dict:
     """One Ray task: runs the units ``uids`` of the sweep (those not already on disk)."""
-    import jax
-
-    from e2d_jax.experiments import storage
-    from e2d_jax.experiments.runner import SweepError, _code_id, _unit_digest, run_units
-    from e2d_jax.experiments.spec import SweepSpec, units
-
-    if _code_id() != code:
-        raise SweepError(f"node {socket.gethostname()} runs e2d_jax {_code_id()}, the driver {code}: install the "
+    if code_id() != code:
+        raise SweepError(f"node {socket.gethostname()} runs e2d_jax {code_id()}, the driver {code}: install the "
                          "same version on every node")
     spec = SweepSpec.from_dict(spec_dict)
     jax.config.update("jax_enable_x64", x64)
     cache = os.environ.get("E2D_JAX_CACHE_DIR")
-    if cache and cache.strip().lower() != "off":
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    if cache:
+        enable_compilation_cache(cache)
     wanted = set(uids)
     todo = [u for u in units(spec, block) if u.uid in wanted  # the driver's layout
-            and storage.read_chunk(Path(out), u.uid, _unit_digest(digest, u)) is None]
-    seconds = run_units(spec, Path(out), digest, todo, progress=False, log=lambda *a, **k: None)
+            and storage.read_chunk(Path(out), u.uid, unit_digest(digest, u)) is None]
+    seconds = run_units(spec, Path(out), digest, todo, progress=False)
     return {"host": socket.gethostname(), "ran": [u.uid for u in todo], "seconds": seconds}
 
 
@@ -245,9 +229,8 @@ def make_executor(name: str = "local", **options):
     if name == "local":
         unknown = {k for k, v in options.items() if v not in (None, 0, False)}
         if unknown:
-            raise ValueError(f"{', '.join('--' + k.replace('_', '-') for k in sorted(unknown))} only apply"
-                             " to --executor ray")
+            raise ValueError(f"{', '.join(sorted(unknown))}: only for the ray executor, not local")
         return LocalExecutor()
     if name == "ray":
         return RayExecutor(**{k: v for k, v in options.items() if v is not None})
-    raise ValueError(f"--executor must be one of {EXECUTORS}, got {name!r}")
+    raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")

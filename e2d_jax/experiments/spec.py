@@ -1,8 +1,8 @@
 """A sweep as data: what to run, expanded into a fixed, deterministic list of work units.
 
-A :class:`SweepSpec` names an environment (a registry name with its sizes), the instance
-seeds, the agents (registry names with static options and an optional grid of numeric
-hyperparameters), the horizon, the number of seeds and the master seed. It expands into work
+A :class:`SweepSpec` names an environment (a registered name or ``module:attribute``, with
+its sizes and options), the instance seeds, the agents (names with static options and an
+optional grid of numeric hyperparameters), the horizon, the number of seeds and the master seed. It expands into work
 units (:func:`units`): one per (agent, chunk of seeds). A unit runs *every* hyperparameter
 cell of its agent on *every* instance for its seeds in one compiled call: cells and instances
 are vmapped axes, not Python loops. Each unit is a pure function of its description, so any
@@ -20,23 +20,26 @@ recomputes the units of the old layout (their files carry the old size in their 
 per-seed results are the same bits either way. Every unit of an agent has the same shape
 (the last one is padded), so the agent compiles once.
 
-TOML (``e2d-jax sweep SPEC.toml``; see ``benchmarks``' neighbour ``sweeps/`` for an example)::
+A sweep file (TOML, ``e2d-jax sweep FILE``; the repository's ``sweeps/`` folder has
+examples)::
 
     name = "eps-constant"
-    env = "semi-bandit"
-    d = 3
-    arms = 10
     horizon = 2000
     seeds = 500
     instances = 20            # instance seeds 0..19, or a list of seeds
+    [env]
+    name = "semi-bandit"      # or module:attribute of an instance builder of one's own
+    d = 3
+    arms = 10
     [[agents]]
-    name = "anytime-e2d"
-    divergence = "squared"
+    name = "anytime-e2d"      # or module:attribute of an agent factory of one's own
     grid = { eps2_scale = [0.03, 0.1, 0.3, 1.0, 3.0] }
     [[agents]]
     name = "anytime-e2d"
-    label = "anytime-e2d-kl"  # one registry name twice: each needs its own label
+    label = "anytime-e2d-kl"  # one name twice: each needs its own label
     divergence = "kl"
+
+``env = "semi-bandit"`` with the sizes at the top level is the same as the ``[env]`` table.
 """
 from __future__ import annotations
 
@@ -47,29 +50,57 @@ import math
 import re
 from typing import NamedTuple
 
+import jax
 import numpy as np
 
-from e2d_jax import _validation as V
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from e2d_jax import _checks as V
+from e2d_jax.experiments.registry import agent_label, check_options
+from e2d_jax.sim.simulate import lanes_for
+
+
+class SweepError(ValueError):
+    """A sweep cannot start or continue (its message says why and what to do)."""
+
 
 MAX_TRAJECTORIES = 4096
 MAX_SEEDS_PER_UNIT = 1000
 
-#: Static agent options a spec may give (the ``e2d-jax run`` flags) and the numeric
-#: hyperparameters a grid may vary (traced; every agent factory accepts its own).
-STATIC_OPTIONS = ("divergence", "solver", "solver_iters", "gaps", "eps2_schedule")
+#: The conventions a spec may name (``conventions``): the information without the 1/2 of the
+#: Gaussian KL, as in the authors' code (``"implementation"``), or with it, as in the paper's
+#: text (``"paper-text"``).
 CONVENTIONS = ("implementation", "paper-text")
+
+_LABEL = r"[A-Za-z0-9][A-Za-z0-9._@+-]*"
+
+
+def _frozen(options: dict) -> tuple:
+    """Sorted (key, value) pairs of scalar options (hashable, JSON-friendly)."""
+    out = []
+    for key, value in sorted(options.items()):
+        if isinstance(value, (list, tuple, dict)):
+            raise ValueError(f"option {key} must be a string or a number, got {value!r}")
+        out.append((key, value))
+    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
-class AgentEntry:
+class SweepAgent:
     """One agent of a sweep.
 
     Attributes:
-      name: registry name with its parameter, e.g. ``"anytime-e2d"``, ``"e2d-n200"``.
-      options: static options (``divergence``, ``solver``, ``solver_iters``, ``gaps``).
+      name: a registered name with its parameter (``"anytime-e2d"``, ``"e2d-n200"``) or
+        ``module:attribute`` of an agent factory of one's own
+        (:mod:`e2d_jax.experiments.registry`).
+      options: static options given to the factory (e.g. ``divergence``, ``solver``,
+        ``solver_iters``, ``gap_type``, ``eps2_schedule`` for the E2D agents).
       grid: ``{hyperparameter: [values]}``; the cells are the Cartesian product (vmapped).
-      tag: the agent's name in every output when one registry name appears more than once
-        (e.g. ``"anytime-e2d-kl"`` for Anytime-E2D with other options); default ``name``.
+      tag: the agent's name in every output when one name appears more than once (e.g.
+        ``"anytime-e2d-kl"`` for Anytime-E2D with other options); default :attr:`label`.
     """
 
     name: str
@@ -78,26 +109,28 @@ class AgentEntry:
     tag: str | None = None
 
     @staticmethod
-    def make(name: str, options: dict | None = None, grid: dict | None = None, tag: str | None = None) -> "AgentEntry":
-        if tag is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@+-]*", str(tag)):
-            raise ValueError(f"agents[{name}].label must be letters, digits and . _ @ + - (it names files), got {tag!r}")
-        options = dict(options or {})
-        unknown = set(options) - set(STATIC_OPTIONS)
-        if unknown:
-            raise ValueError(f"agents[{name}]: unknown option(s) {sorted(unknown)}; static options are "
-                             f"{STATIC_OPTIONS}, numeric hyperparameters go in 'grid'")
-        grid = dict(grid or {})
+    def make(name: str, options: dict | None = None, grid: dict | None = None, label: str | None = None) -> "SweepAgent":
+        """A sweep agent from plain values (what a sweep file's ``[[agents]]`` table holds)."""
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"agents: every agent needs a name (a string), got {name!r}")
+        if label is not None and not re.fullmatch(_LABEL, str(label)):
+            raise ValueError(f"agents[{name}].label must be letters, digits and . _ @ + - (it names files), got {label!r}")
+        try:
+            options = _frozen(dict(options or {}))
+        except ValueError as err:
+            raise ValueError(f"agents[{name}]: {err}; numeric hyperparameters to vary go in grid") from None
         cells = []
-        for key, values in sorted(grid.items()):
+        for key, values in sorted(dict(grid or {}).items()):
             vals = np.asarray(values, np.float64).reshape(-1)
             if vals.size == 0 or not np.all(np.isfinite(vals)):
                 raise ValueError(f"agents[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
             cells.append((key, tuple(float(v) for v in vals)))
-        return AgentEntry(name=name, options=tuple(sorted(options.items())), grid=tuple(cells), tag=tag)
+        return SweepAgent(name=name, options=options, grid=tuple(cells), tag=label)
 
     @property
     def label(self) -> str:
-        return self.tag or self.name
+        """The agent's name in tables, files and figures."""
+        return self.tag or agent_label(self.name)
 
     def cells(self) -> dict:
         """``{hyperparameter: values (H,)}`` of the Cartesian product; ``{}`` without a grid."""
@@ -111,11 +144,31 @@ class AgentEntry:
     def num_cells(self) -> int:
         return int(np.prod([len(v) for _, v in self.grid])) if self.grid else 1
 
+    def to_dict(self) -> dict:
+        return {"name": self.name, "options": dict(self.options), "grid": {k: list(v) for k, v in self.grid},
+                **({"label": self.tag} if self.tag else {})}
+
 
 @dataclasses.dataclass(frozen=True)
 class SweepSpec:
     """What a sweep runs (see the module docstring). Everything that changes a result is here,
-    so the spec's digest identifies the results."""
+    so the spec's digest identifies the results.
+
+    Attributes:
+      env: a registered environment name or ``module:attribute`` of an instance builder.
+      agents: :class:`SweepAgent` entries.
+      horizon: rounds n.
+      seeds: seeds per instance and cell.
+      seed: master seed.
+      instance_seeds: the instances (seeds of ``instance_key``).
+      d, arms, models, sigma: the environment's sizes and noise (None: the builder's default).
+      env_options: further options of the environment's builder (sorted pairs).
+      record_every: rounds between records (default: horizon / 200).
+      chunk_size: seeds per work unit (default: chosen from the layout).
+      x64: run in float64.
+      conventions: the conventions the sweep stands for (a label of its results).
+      name: the sweep's name.
+    """
 
     env: str
     agents: tuple
@@ -126,7 +179,8 @@ class SweepSpec:
     d: int | None = None
     arms: int | None = None
     models: int | None = None
-    sigma: float = 1.0
+    sigma: float | None = None
+    env_options: tuple = ()
     record_every: int | None = None
     chunk_size: int | None = None
     x64: bool = False
@@ -137,28 +191,47 @@ class SweepSpec:
         V.check_int("horizon", self.horizon, minimum=1)
         V.check_int("seeds", self.seeds, minimum=1)
         V.check_int("seed", self.seed, minimum=0)
+        if not isinstance(self.env, str) or not self.env:
+            raise ValueError(f"env must be an environment name or module:attribute, got {self.env!r}")
         if not self.agents:
             raise ValueError("agents: a sweep needs at least one agent")
         labels = [a.label for a in self.agents]
         if len(set(labels)) != len(labels):
-            raise ValueError(f"agents: an agent is listed twice: {labels}")
+            raise ValueError(f"agents: an agent is listed twice: {labels} (give each its own label)")
         if not self.instance_seeds:
-            raise ValueError("instances: a sweep needs at least one instance seed")
+            raise ValueError("instance_seeds: a sweep needs at least one instance seed")
         for s in self.instance_seeds:
-            V.check_int("instance seed", s, minimum=0)
+            V.check_int("instance_seeds", s, minimum=0)
+        for name in ("d", "arms", "models"):
+            if getattr(self, name) is not None:
+                V.check_int(name, getattr(self, name), minimum=1 if name == "d" else 2)
+        if self.sigma is not None:
+            V.check_positive("sigma", self.sigma)
         if self.record_every is not None:
             V.check_int("record_every", self.record_every, minimum=1)
         if self.chunk_size is not None:
             V.check_int("chunk_size", self.chunk_size, minimum=1)
         if self.conventions is not None and self.conventions not in CONVENTIONS:
             raise ValueError(f"conventions must be one of {CONVENTIONS}, got {self.conventions!r}")
+        if not re.fullmatch(_LABEL, self.name):
+            raise ValueError(f"name must be letters, digits and . _ @ + - (it names a directory), got {self.name!r}")
 
     @property
     def every(self) -> int:
         """Rounds between records (default: horizon / 200)."""
         return min(self.record_every or max(1, self.horizon // 200), self.horizon)
 
-    def chunk(self, agent: AgentEntry, block: int | None = None) -> int:
+    def builder_options(self) -> dict:
+        """The options the environment's builder gets (sizes and noise where given, and
+        ``env_options``)."""
+        sizes = {k: getattr(self, k) for k in ("d", "arms", "models", "sigma") if getattr(self, k) is not None}
+        return {**sizes, **dict(self.env_options)}
+
+    @property
+    def dtype(self) -> str:
+        return "float64" if self.x64 else "float32"
+
+    def chunk(self, agent: SweepAgent, block: int | None = None) -> int:
         """Seeds per unit for ``agent`` (see the module docstring): a multiple of the seeds one
         compiled call runs, ``block`` (:func:`default_block`, in trajectories) divided among the
         agent's cells x instances, unless the sweep has fewer seeds or ``chunk_size`` says
@@ -173,21 +246,30 @@ class SweepSpec:
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["agents"] = [{"name": a.name, "options": dict(a.options), "grid": {k: list(v) for k, v in a.grid},
-                        **({"label": a.tag} if a.tag else {})} for a in self.agents]
+        d["agents"] = [a.to_dict() for a in self.agents]
         d["instance_seeds"] = list(self.instance_seeds)
+        d["env_options"] = dict(self.env_options)
         return d
 
     @staticmethod
     def from_dict(d: dict) -> "SweepSpec":
+        """A spec from plain values (``to_dict``'s output, a manifest, a parsed sweep file)."""
         d = dict(d)
-        d["agents"] = tuple(AgentEntry.make(a["name"], a.get("options"), a.get("grid"), a.get("label"))
-                            for a in d["agents"])
-        d["instance_seeds"] = tuple(int(s) for s in d.get("instance_seeds", (0,)))
         fields = {f.name for f in dataclasses.fields(SweepSpec)}
         unknown = set(d) - fields
         if unknown:
             raise ValueError(f"unknown sweep field(s) {sorted(unknown)}; valid: {sorted(fields)}")
+        if "agents" not in d:
+            raise ValueError("agents: a sweep needs at least one agent")
+        d["agents"] = tuple(a if isinstance(a, SweepAgent) else
+                            SweepAgent.make(a.get("name"), a.get("options"), a.get("grid"), a.get("label"))
+                            for a in d["agents"])
+        d["instance_seeds"] = tuple(int(s) for s in d.get("instance_seeds", (0,)))
+        d["env_options"] = _frozen(dict(d.get("env_options") or {}))
+        missing = sorted(f.name for f in dataclasses.fields(SweepSpec)
+                         if f.default is dataclasses.MISSING and f.name not in d)
+        if missing:
+            raise ValueError(f"missing sweep field(s) {missing}")
         return SweepSpec(**d)
 
     def digest(self, code: str) -> str:
@@ -199,7 +281,7 @@ class SweepSpec:
 class Unit(NamedTuple):
     """One work unit: every cell and instance of one agent for seeds [first, first + count)."""
 
-    agent: AgentEntry
+    agent: SweepAgent
     index: int  # chunk index
     first: int  # first seed index
     count: int  # seeds in the unit
@@ -211,13 +293,9 @@ class Unit(NamedTuple):
 
 
 def default_block() -> int:
-    """Trajectories one compiled call runs on this machine: ``simulate.lanes_for`` its first
-    device times its device count. Chunks are multiples of the seeds that stand for them, so no
-    call runs mostly padding."""
-    import jax
-
-    from e2d_jax.simulate import lanes_for
-
+    """Trajectories one compiled call runs on this machine: ``lanes_for`` its first device
+    times its device count. Chunks are multiples of the seeds that stand for them, so no call
+    runs mostly padding."""
     devices = jax.devices()
     return lanes_for(devices[0]) * len(devices)
 
@@ -235,23 +313,46 @@ def units(spec: SweepSpec, block: int | None = None) -> list:
     return out
 
 
+#: The fields of a sweep file: those of :class:`SweepSpec`, with ``instances`` (a count N for
+#: the instance seeds 0..N-1, or a list of seeds) for ``instance_seeds`` and an ``[env]``
+#: table (``name`` and the builder's options) in place of ``env`` and ``env_options``.
+FILE_FIELDS = tuple(sorted(({f.name for f in dataclasses.fields(SweepSpec)} - {"instance_seeds", "env_options"})
+                           | {"instances"}))
+
+
 def load_toml(path) -> SweepSpec:
     """A :class:`SweepSpec` from a TOML file (see the module docstring); errors name the field."""
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    with open(path, "rb") as f:
-        raw = tomllib.load(f)
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except OSError as err:
+        raise ValueError(f"spec: cannot read {path}: {err.strerror or err}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ValueError(f"spec: {path} is not valid TOML: {err}") from None
     raw = dict(raw)
+    unknown = sorted(set(raw) - set(FILE_FIELDS))
+    if unknown:
+        raise ValueError(f"{path}: unknown field(s) {unknown}; valid: {list(FILE_FIELDS)}")
     if "instances" in raw:
         inst = raw.pop("instances")
-        if isinstance(inst, int):
+        if isinstance(inst, int) and not isinstance(inst, bool):
             if inst < 1:
-                raise ValueError(f"instances must be >= 1 or a list of instance seeds, got {inst}")
+                raise ValueError(f"{path}: instances must be >= 1 or a list of instance seeds, got {inst}")
             raw["instance_seeds"] = list(range(inst))
-        else:
+        elif isinstance(inst, list):
             raw["instance_seeds"] = [int(s) for s in inst]
+        else:
+            raise ValueError(f"{path}: instances must be a count or a list of instance seeds, got {inst!r}")
+    env = raw.get("env")
+    if isinstance(env, dict):
+        env = dict(env)
+        if "name" not in env:
+            raise ValueError(f"{path}: the [env] table needs a name (a registered environment or module:attribute)")
+        raw["env"] = env.pop("name")
+        for size in ("d", "arms", "models", "sigma"):
+            if size in env:
+                raw.setdefault(size, env.pop(size))
+        raw["env_options"] = env
     agents = raw.pop("agents", None)
     if not agents:
         raise ValueError(f"{path}: no [[agents]] table")
@@ -260,12 +361,11 @@ def load_toml(path) -> SweepSpec:
         a = dict(a)
         if "name" not in a:
             raise ValueError(f"{path}: every [[agents]] entry needs a name")
-        name, grid, tag = a.pop("name"), a.pop("grid", None), a.pop("label", None)
-        entries.append(AgentEntry.make(name, a, grid, tag))
+        name, grid, label = a.pop("name"), a.pop("grid", None), a.pop("label", None)
+        check_options(name, a)
+        entries.append(SweepAgent.make(name, a, grid, label))
     raw["agents"] = tuple(entries)
     try:
-        return SweepSpec.from_dict({**raw, "agents": [{"name": e.name, "options": dict(e.options),
-                                                       "grid": {k: list(v) for k, v in e.grid},
-                                                       **({"label": e.tag} if e.tag else {})} for e in entries]})
+        return SweepSpec.from_dict(raw)
     except TypeError as err:
         raise ValueError(f"{path}: {err}") from None

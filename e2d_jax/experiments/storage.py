@@ -26,6 +26,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 TABLE = "results.parquet"
 CURVES = "curves.npz"
@@ -124,15 +127,10 @@ def remove_temporaries(out: Path) -> int:
 
 def read_table(out):
     """The results table as a pandas DataFrame (``pandas.read_parquet``)."""
-    import pandas as pd
-
     return pd.read_parquet(Path(out) / TABLE)
 
 
 def write_table(out: Path, columns: dict) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     table = pa.table(columns)
     atomic_write(Path(out) / TABLE, lambda f: pq.write_table(table, f))
 

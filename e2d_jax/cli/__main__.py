@@ -1,0 +1,3 @@
+from e2d_jax.cli import entry
+
+entry()

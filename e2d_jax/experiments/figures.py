@@ -1,0 +1,55 @@
+"""The figures of a results directory, drawn from what is on disk.
+
+``regret`` (mean cumulative regret with 95% CI bands per cell), ``final_regret`` (the
+distribution of the final regret per cell) and, for every hyperparameter of a grid,
+``regret_vs_<hyperparameter>``; each as PDF and PNG (:func:`e2d_jax.plotting.save`).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from e2d_jax import plotting
+from e2d_jax.experiments import storage
+
+
+def curves_by_cell(table, curves) -> dict:
+    """``{cell label: (rounds, regret (N, R))}`` from a results table and its curves (valid runs)."""
+    out = {}
+    regret = curves["regret"]
+    for label in dict.fromkeys(table["cell"]):
+        rows = np.asarray((table["cell"] == label) & table["valid"])
+        out[label] = (curves["rounds"], regret[rows])
+    return out
+
+
+def title_of(summary: dict) -> str:
+    """``name: env, d=.., K=.., n=.., S seeds × I instances[, conventions]``."""
+    cfg = summary["config"]
+    dims = ", ".join(f"{k}={cfg.get(f)}" for k, f in (("d", "d"), ("K", "arms"), ("M", "models"))
+                     if cfg.get(f) is not None)
+    inst = len(cfg.get("instance_seeds", [0]))
+    count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
+    conv = f", {summary['conventions']} conventions" if summary.get("conventions") else ""
+    return f"{summary['name']}: {cfg['env']}{', ' + dims if dims else ''}, n={cfg['horizon']}, {count}{conv}"
+
+
+def draw(out) -> list:
+    """Draws every figure of the results directory ``out`` (its summary must exist); returns the
+    paths written."""
+    out = Path(out)
+    summary = json.loads((out / storage.SUMMARY).read_text())
+    table = storage.read_table(out)
+    title = title_of(summary)
+    instances = len(summary["config"].get("instance_seeds", [0]))
+    paths = []
+    write = storage.atomic_write
+    fig = plotting.plot_regret(curves_by_cell(table, storage.read_curves(out)), title=title, instances=instances)
+    paths += plotting.save(fig, out / "regret", write=write)
+    paths += plotting.save(plotting.plot_final_distribution(table, title=title), out / "final_regret", write=write)
+    for hp in sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]}):
+        fig = plotting.plot_hyperparameter(table, hp, title=title)
+        paths += plotting.save(fig, out / f"regret_vs_{hp}", write=write)
+    return paths

@@ -1,0 +1,548 @@
+"""Names of environments and agents, for sweep files, the command line and notebooks.
+
+Wherever a sweep takes an environment or an agent by name, it takes one of
+
+* a registered name (the library's below, or one added with :func:`register_env` /
+  :func:`register_agent`), or
+* ``module:attribute`` of code importable from the working directory (the current
+  directory is put on ``sys.path`` for the import), e.g. ``my_problem:build`` or
+  ``my_agents:epsilon_greedy``.
+
+An environment is an *instance builder* ``builder(key, **options) -> params`` returning an
+instance exactly as the library's builders do (``LinearEnvParams`` or ``FiniteEnvParams``):
+the options are the sweep's environment options, the sizes ``d``, ``arms`` and ``models`` and
+``sigma`` included where given, and ``dtype`` where the builder accepts it. The builder is
+vmapped over instance keys, so it must be traceable in the key.
+
+An agent is a *factory* ``factory(**kwargs) -> Agent``: it is called with the agent's static
+options from the sweep (strings, numbers) and, in a grid, with each cell's numeric
+hyperparameters as traced values, exactly like the library's own factories. A factory that
+takes a ``horizon`` argument gets the sweep's horizon.
+
+The library's environments (instance drawn from ``instance_key(instance_seed)``):
+
+* linear: ``semi-bandit`` (the paper's experiments as its text describes them; d=3, K=10),
+  ``semi-bandit-authors`` (the same as the authors' code draws it: f* = e_1, unnormalised
+  Gaussian features, action 0 revealing), ``linear-bandit``, ``mab``;
+* finite classes: ``finite-mab`` (K=5, M=30 random mean vectors), ``finite-revealing``
+  (K=10, M=30, an informative costly action at gain 3), ``finite-revealing-plain`` (gain 1),
+  ``finite-bernoulli`` (K=5, M=30).
+
+The library's agents run on both model families where the algorithm exists. Agent names may
+carry one parameter after ``@``: fixed-horizon E2D tuned for n = 500 is ``e2d@500``, also
+written ``e2d-n500`` (the name used in every output); finite-class options of Anytime-E2D
+follow ``@`` (``anytime-e2d@track+mixture``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import os
+import re
+import sys
+from typing import Callable
+
+import jax
+
+from e2d_jax.agents import e2d_finite, e2d_linear
+from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
+from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
+from e2d_jax.agents.ucb import ucb
+from e2d_jax.dec import linear as dec_linear
+from e2d_jax.envs import finite, linear
+from e2d_jax.envs.family import FAMILIES, environment_of, params_family
+from e2d_jax.sim.rollout import instance_key, instance_keys
+from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent
+
+
+# --------------------------------------------------------------------------------------
+# Environments
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredEnv:
+    """An environment name: its builder ``builder(key, **options) -> params``, the model
+    family it builds (None: decided by what it returns) and a one-line description."""
+
+    name: str
+    builder: Callable
+    family: str | None = None
+    help: str = ""
+
+    def options(self) -> tuple[str, ...] | None:
+        """The option names the builder takes (None: any, it takes ``**options``)."""
+        return _keywords(self.builder)
+
+
+ENVIRONMENTS: dict[str, RegisteredEnv] = {}
+
+
+def _keywords(fn) -> tuple[str, ...] | None:
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    return tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def register_env(name: str, builder: Callable | None = None, *, family: str | None = None, help: str = ""):
+    """Registers an instance builder under ``name`` (also usable as a decorator).
+
+    Args:
+      name: letters, digits and ``-._``.
+      builder: ``builder(key, **options) -> params`` (a ``LinearEnvParams`` or
+        ``FiniteEnvParams``), traceable in ``key``.
+      family: ``"linear"`` or ``"finite"`` if known (checked against what it builds).
+      help: one line for listings (the command line's help shows it).
+
+    Returns:
+      The builder (so ``@register_env("name")`` leaves the function as it is).
+    """
+    if builder is None:
+        return lambda fn: register_env(name, fn, family=family, help=help)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ValueError(f"name must be letters, digits and - . _, got {name!r}")
+    if not callable(builder):
+        raise ValueError(f"builder must be callable (key, **options) -> params, got {type(builder).__name__}")
+    if family is not None and family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES} or None, got {family!r}")
+    ENVIRONMENTS[name] = RegisteredEnv(name, builder, family, help)
+    return builder
+
+
+def load_attribute(text: str, what: str):
+    """``module:attribute`` imported from the working directory (a ValueError naming ``what``
+    with the reason when the module or attribute is missing)."""
+    module, _, attr = text.partition(":")
+    if not module or not attr:
+        raise ValueError(f"{what}: {text!r} is not module:attribute")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(f"{what}: cannot import module {module!r} from {cwd} ({err})") from None
+    obj = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{what}: module {module!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{what}: {text} is a {type(obj).__name__}, not a function")
+    return obj
+
+
+def resolve_env(name: str) -> RegisteredEnv:
+    """The registered environment ``name``, or ``module:attribute`` loaded as one."""
+    if ":" in name:
+        return RegisteredEnv(name, load_attribute(name, "env"), None, f"instance builder {name}")
+    if name not in ENVIRONMENTS:
+        raise ValueError(f"env: unknown environment {name!r} (choose from {', '.join(sorted(ENVIRONMENTS))}, or "
+                         "give module:attribute of an instance builder of your own)")
+    return ENVIRONMENTS[name]
+
+
+def env_options(entry: RegisteredEnv, options: dict, dtype: str | None) -> dict:
+    """The keyword arguments the builder gets: ``options`` without the Nones, and ``dtype``
+    where it takes one; an option the builder does not take is refused with the valid ones."""
+    opts = {k: v for k, v in options.items() if v is not None}
+    accepted = entry.options()
+    if dtype is not None and (accepted is None or "dtype" in accepted):
+        opts["dtype"] = dtype
+    if accepted is not None:
+        unknown = sorted(set(opts) - set(accepted))
+        if unknown:
+            valid = ", ".join(a for a in accepted if a != "dtype") or "none"
+            raise ValueError(f"env: {entry.name} takes no option {', '.join(unknown)} (its options: {valid})")
+    return opts
+
+
+def _check_built(entry: RegisteredEnv, params):
+    family = params_family(params)
+    if family is None:
+        raise ValueError(f"env: {entry.name} returned a {type(params).__name__}; an instance builder must return "
+                         "LinearEnvParams or FiniteEnvParams, as the library's builders do (e.g. "
+                         "e2d_jax.envs.linear.linear_side_observation or e2d_jax.envs.finite.finite_class)")
+    if entry.family is not None and family != entry.family:
+        raise ValueError(f"env: {entry.name} is registered as {entry.family} but built a {family} instance")
+    return family
+
+
+def build_instances(name: str, instance_seeds, options: dict | None = None, dtype: str | None = None):
+    """``(Environment, params, family)`` with a leading instance axis: the builder vmapped over
+    the keys of ``instance_seeds`` (instance ``i`` equals the builder at ``instance_key(seed)``)."""
+    entry = resolve_env(name)
+    opts = env_options(entry, dict(options or {}), dtype)
+    keys = instance_keys(instance_seeds)
+    try:
+        params = jax.vmap(lambda k: entry.builder(k, **opts))(keys)
+    except TypeError as err:
+        raise ValueError(f"env: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
+    family = _check_built(entry, params)
+    return environment_of(params), params, family
+
+
+def build_instance(name: str, instance_seed: int = 0, options: dict | None = None, dtype: str | None = None):
+    """``(Environment, params, family)`` of one instance, drawn from ``instance_key(instance_seed)``."""
+    entry = resolve_env(name)
+    opts = env_options(entry, dict(options or {}), dtype)
+    try:
+        params = entry.builder(instance_key(instance_seed), **opts)
+    except TypeError as err:
+        raise ValueError(f"env: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
+    family = _check_built(entry, params)
+    return environment_of(params), params, family
+
+
+def instance_shapes(name: str, options: dict | None = None, dtype: str | None = None):
+    """``(params, family)`` of one instance as abstract shapes (``jax.eval_shape``; nothing is
+    computed)."""
+    entry = resolve_env(name)
+    opts = env_options(entry, dict(options or {}), dtype)
+    params = jax.eval_shape(lambda k: entry.builder(k, **opts), instance_key(0))
+    return params, _check_built(entry, params)
+
+
+# --------------------------------------------------------------------------------------
+# Agents
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentRequest:
+    """What an agent entry is asked for: the name as written, its ``@`` parameter, the
+    sweep's horizon, the static options, and the model family of the environment."""
+
+    name: str
+    param: str | None
+    horizon: int
+    options: dict
+    family: str
+
+    @property
+    def label(self) -> str:
+        return agent_label(self.name, self.param)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredAgent:
+    """An agent name: ``make(request) -> factory`` where ``factory(**hyperparameters) -> Agent``;
+    the families it runs on (None: any), the static options it reads, a one-line description."""
+
+    name: str
+    make: Callable[[AgentRequest], Callable[..., Agent]]
+    families: tuple | None = None
+    options: tuple | None = ()
+    help: str = ""
+    takes_param: bool = False
+
+
+AGENTS: dict[str, RegisteredAgent] = {}
+
+
+def _user_agent(name: str, factory: Callable, help: str = "") -> RegisteredAgent:
+    accepted = _factory_keywords(factory)
+
+    def make(request: AgentRequest):
+        if request.param is not None:
+            raise ValueError(f"agents: {name} takes no '@' parameter, got {request.label!r}")
+        kwargs = dict(request.options)
+        if accepted is not None and "horizon" in accepted:
+            kwargs.setdefault("horizon", request.horizon)
+        if accepted is not None:
+            unknown = sorted(set(kwargs) - set(accepted))
+            if unknown:
+                raise ValueError(f"agents[{name}]: the factory takes no option {', '.join(unknown)} (its arguments: "
+                                 f"{', '.join(accepted) or 'none'})")
+        return functools.partial(factory, **kwargs) if kwargs else factory
+
+    return RegisteredAgent(name, make, None, None, help)
+
+
+def _factory_keywords(fn) -> tuple[str, ...] | None:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return None
+    return tuple(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def register_agent(name: str, factory: Callable | None = None, *, help: str = ""):
+    """Registers an agent factory under ``name`` (also usable as a decorator).
+
+    Args:
+      name: letters, digits and ``-._``.
+      factory: ``factory(**kwargs) -> Agent``, called with the sweep's static options and
+        each grid cell's hyperparameters (traced) as keyword arguments, and with
+        ``horizon`` where it takes one.
+      help: one line for listings.
+
+    Returns:
+      The factory.
+    """
+    if factory is None:
+        return lambda fn: register_agent(name, fn, help=help)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ValueError(f"name must be letters, digits and - . _, got {name!r}")
+    if not callable(factory):
+        raise ValueError(f"factory must be callable (**kwargs) -> Agent, got {type(factory).__name__}")
+    AGENTS[name] = _user_agent(name, factory, help)
+    return factory
+
+
+def agent_label(name: str, param: str | None = None) -> str:
+    """The name an agent carries in every output: ``e2d-nN`` for E2D tuned for N, the
+    attribute name for ``module:attribute``, else the name with its ``@`` parameter."""
+    if ":" in name:
+        return name.rpartition(":")[2].rpartition(".")[2]
+    if param is None:
+        return name
+    if name == "e2d":
+        return f"e2d-n{param}"
+    return f"{name}@{param}"
+
+
+def parse_agent(text: str) -> tuple[str, str | None]:
+    """``"name"``, ``"name@param"``, ``"e2d-nN"`` or ``"module:attribute"`` -> (name, param);
+    a ValueError listing the known agents for an unknown name."""
+    text = text.strip()
+    if ":" in text:
+        return text, None
+    if text.startswith("e2d-n") and "@" not in text:
+        text = "e2d@" + text[len("e2d-n"):]
+    name, _, param = text.partition("@")
+    if name not in AGENTS:
+        raise ValueError(f"agents: unknown agent {name!r} (choose from {', '.join(sorted(AGENTS))}, or give "
+                         "module:attribute of an agent factory of your own)")
+    return name, param or None
+
+
+def resolve_agent(name: str) -> RegisteredAgent:
+    if ":" in name:
+        return _user_agent(agent_label(name), load_attribute(name, f"agents[{name}]"), f"agent factory {name}")
+    return AGENTS[name]
+
+
+def agent_factory(text: str, *, horizon: int, options: dict | None = None, family: str) -> Callable[..., Agent]:
+    """The factory ``factory(**hyperparameters) -> Agent`` of agent ``text`` with static
+    ``options``, for a sweep of ``horizon`` rounds on an environment of ``family``."""
+    name, param = parse_agent(text)
+    entry = resolve_agent(name)
+    request = AgentRequest(name, param, horizon, dict(options or {}), family)
+    if entry.families is not None and family not in entry.families:
+        raise ValueError(f"agents: {entry.name} does not run on {family} models (it runs on "
+                         f"{', '.join(entry.families)})")
+    check_options(text, request.options)
+    if param is not None and not entry.takes_param:
+        raise ValueError(f"agents: {entry.name} takes no '@' parameter, got {request.label!r}")
+    return entry.make(request)
+
+
+def check_options(text: str, options: dict) -> None:
+    """Refuses (ValueError) a static option that a registered agent does not read, listing the
+    ones it does (agents given as module:attribute are checked when their factory is called)."""
+    name, param = parse_agent(text)
+    if ":" in name:
+        return
+    entry = AGENTS[name]
+    if entry.options is not None:
+        unknown = sorted(set(options) - set(entry.options))
+        if unknown:
+            valid = ", ".join(entry.options) or "none"
+            raise ValueError(f"agents[{agent_label(name, param)}]: unknown option {', '.join(unknown)} (valid: {valid}; "
+                             "numeric hyperparameters go in the grid)")
+
+
+def hyperparameters(text: str, family: str) -> tuple[str, ...] | None:
+    """The numeric hyperparameters an agent's grid may vary (None: not known)."""
+    name, _ = parse_agent(text)
+    return _HYPERPARAMETERS.get((name, family))
+
+
+def _builtin(name, families, options, help, takes_param=False):
+    def deco(make):
+        AGENTS[name] = RegisteredAgent(name, make, families, options, help, takes_param)
+        return make
+
+    return deco
+
+
+# --- the library's environments ----------------------------------------------------------
+
+
+@functools.partial(register_env, "semi-bandit", family="linear",
+                   help="linear semi-bandit with one revealing action (the paper's experiments; d=3, K=10)")
+def _semi_bandit(key, d=3, arms=10, sigma=1.0, dtype=None):
+    return linear.semi_bandit(key, d, arms, sigma=sigma, dtype=dtype)
+
+
+@functools.partial(register_env, "semi-bandit-authors", family="linear",
+                   help="the revealing semi-bandit as the authors' code draws it: f* = e1, N(0,1) features not "
+                        "normalised, action 0 revealing (possibly optimal) (d=3, K=10)")
+def _semi_bandit_authors(key, d=3, arms=10, sigma=1.0, dtype=None):
+    return linear.semi_bandit_authors(key, d, arms, sigma=sigma, dtype=dtype)
+
+
+@functools.partial(register_env, "linear-bandit", family="linear",
+                   help="plain linear bandit, M_pi = phi_pi^T (d=3, K=10)")
+def _linear_bandit(key, d=3, arms=10, sigma=1.0, dtype=None):
+    return linear.linear_bandit(key, d, arms, sigma=sigma, dtype=dtype)
+
+
+@functools.partial(register_env, "mab", family="linear",
+                   help="K-armed Gaussian bandit as a linear bandit (phi_pi = e_pi; K=10)")
+def _mab(key, arms=10, sigma=1.0, dtype=None):
+    return linear.multi_armed_bandit(key, arms, sigma=sigma, dtype=dtype)
+
+
+@functools.partial(register_env, "finite-mab", family="finite",
+                   help="K-armed Gaussian bandit with M random mean vectors (finite class; K=5, M=30)")
+def _finite_mab(key, arms=5, models=30, sigma=1.0, dtype=None):
+    return finite.multi_armed_bandit_class(key, arms, models, sigma=sigma, dtype=dtype)
+
+
+@functools.partial(register_env, "finite-revealing", family="finite",
+                   help="finite class with an informative but costly revealing action, gain 3 (K=10, M=30)")
+def _finite_revealing(key, arms=10, models=30, sigma=1.0, gain=3.0, dtype=None):
+    return finite.revealing_class(key, arms, models, sigma=sigma, gain=gain, dtype=dtype)
+
+
+@functools.partial(register_env, "finite-revealing-plain", family="finite",
+                   help="finite class with the paper's revealing action, gain 1 (K=10, M=30)")
+def _finite_revealing_plain(key, arms=10, models=30, sigma=1.0, dtype=None):
+    return finite.revealing_class(key, arms, models, sigma=sigma, gain=1.0, dtype=dtype)
+
+
+@functools.partial(register_env, "finite-bernoulli", family="finite",
+                   help="K-armed Bernoulli bandit with M random probability vectors (K=5, M=30)")
+def _finite_bernoulli(key, arms=5, models=30, dtype=None):
+    return finite.bernoulli_bandit_class(key, arms, models, dtype=dtype)
+
+
+# --- the library's agents ------------------------------------------------------------------
+
+#: Static options of the E2D agents (strings and integers; numeric hyperparameters go in grids).
+E2D_OPTIONS = ("solver", "solver_iters", "divergence", "gap_type", "eps2_schedule")
+SOLVER_NAMES = ("saddle", "fw-grid", "saddle-grid", "paper")
+_FAMILY_OPTIONS = {"solver": ("linear",), "solver_iters": ("linear",), "divergence": ("linear",),
+                   "gap_type": ("linear", "finite"), "eps2_schedule": ("linear",)}
+
+_HYPERPARAMETERS = {
+    ("anytime-e2d", "linear"): ("eps2_scale", "reg"), ("anytime-e2d", "finite"): ("eps2_scale", "eta"),
+    ("e2d", "linear"): ("lam", "lam_scale", "reg"), ("e2d", "finite"): ("lam", "lam_scale", "eta"),
+    ("ucb", "linear"): ("delta", "radius", "reg"), ("ucb", "finite"): ("delta", "radius", "reg"),
+    ("ts", "linear"): ("scale", "reg"), ("ts", "finite"): ("scale", "reg"), ("ts-finite", "finite"): ("eta",),
+}
+
+
+def linear_solver(name: str | None = None, iters: int | None = None) -> dec_linear.LinearSolverConfig:
+    """The E2D agents' solver on linear models by name: ``saddle`` (the default budget),
+    ``paper`` (100 Frank-Wolfe steps on a 50-point lambda grid), ``fw-grid`` or ``saddle-grid``
+    (100 steps on a 50-point grid refined once); ``iters`` overrides the iteration budget."""
+    name = name or "saddle"
+    if name not in SOLVER_NAMES:
+        raise ValueError(f"solver must be one of {SOLVER_NAMES}, got {name!r}")
+    if name == "paper":
+        cfg = dec_linear.PAPER_SOLVER
+    elif name == "saddle":
+        cfg = e2d_linear.AGENT_SOLVER
+    else:
+        cfg = dataclasses.replace(e2d_linear.AGENT_SOLVER, solver=name, maxiter=100, check_every=100, rtol=0.0,
+                                  lam_grid=50, lam_refine=8, lam_rounds=1)
+    if iters is not None:
+        if not isinstance(iters, int) or iters < 1:
+            raise ValueError(f"solver_iters must be an integer >= 1, got {iters!r}")
+        every = min(cfg.check_every, iters) if name == "saddle" else iters
+        cfg = dataclasses.replace(cfg, maxiter=iters, check_every=every)
+    return cfg
+
+
+def _e2d_kwargs(request: AgentRequest) -> dict:
+    opts = request.options
+    for key, value in opts.items():
+        if request.family not in _FAMILY_OPTIONS[key]:
+            raise ValueError(f"agents[{request.label}]: option {key} applies to "
+                             f"{' and '.join(_FAMILY_OPTIONS[key])} models only; the environment is a "
+                             f"{request.family} model class")
+    kwargs = {}
+    if "gap_type" in opts:
+        if opts["gap_type"] not in GAP_TYPES:
+            raise ValueError(f"agents[{request.label}]: gap_type must be one of {GAP_TYPES}, got {opts['gap_type']!r}")
+        kwargs["gap_type"] = opts["gap_type"]
+    if request.family == "linear":
+        kwargs["solver"] = linear_solver(opts.get("solver"), opts.get("solver_iters"))
+        if "divergence" in opts:
+            if opts["divergence"] not in DIVERGENCES:
+                raise ValueError(f"agents[{request.label}]: divergence must be one of {DIVERGENCES}, got "
+                                 f"{opts['divergence']!r}")
+            kwargs["divergence"] = opts["divergence"]
+        if kwargs.get("gap_type") == "delta" and kwargs["solver"].solver == "saddle":
+            raise ValueError(f"agents[{request.label}]: gap_type delta needs solver fw-grid, saddle-grid or paper")
+    return kwargs
+
+
+_ANYTIME_OPTIONS = {
+    "delta": ("gap_type", "delta"), "delta_f": ("gap_type", "delta_f"),
+    "sample": ("estimate", "sample"), "mixture": ("estimate", "mixture"),
+    "track": ("lam_search", "track"), "global": ("lam_search", "global"),
+}
+
+
+@_builtin("anytime-e2d", ("linear", "finite"), E2D_OPTIONS,
+          "Anytime-E2D (Algorithm 1): ridge and eps_t^2 = r/t on linear models (the paper's d/t: eps2_schedule "
+          "dim), EWA and log|M|/t on finite classes (finite: @delta, @mixture, @track joined by '+')",
+          takes_param=True)
+def _anytime(request: AgentRequest):
+    kwargs = _e2d_kwargs(request)
+    if request.param:
+        if request.family == "linear":
+            raise ValueError(f"agents: {request.label}: anytime-e2d takes '@' options on finite classes only")
+        for token in request.param.split("+"):
+            if token not in _ANYTIME_OPTIONS:
+                raise ValueError(f"agents: {request.label}: unknown option {token!r} "
+                                 f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
+            field, value = _ANYTIME_OPTIONS[token]
+            kwargs[field] = value
+    if request.family == "linear" and request.options.get("eps2_schedule"):
+        kwargs["eps2_schedule"] = request.options["eps2_schedule"]
+    build = e2d_linear.anytime_e2d if request.family == "linear" else e2d_finite.anytime_e2d
+    build(**kwargs)  # checks the static options now, with the family's own message
+    return functools.partial(anytime_e2d, **kwargs)
+
+
+@_builtin("e2d", ("linear", "finite"), tuple(o for o in E2D_OPTIONS if o != "eps2_schedule"),
+          "fixed-horizon E2D tuned for the run's horizon; e2d-nN tunes for horizon N (linear: lambda = "
+          "sqrt(N/(4 log N)); finite: the regret-bound minimiser)", takes_param=True)
+def _e2d(request: AgentRequest):
+    n = request.horizon
+    if request.param is not None:
+        try:
+            n = int(request.param)
+        except ValueError:
+            raise ValueError(f"agents: e2d-nN (or e2d@N) needs an integer horizon N >= 2, got "
+                             f"{request.name}@{request.param}") from None
+    if n < 2:
+        raise ValueError(f"agents: e2d needs a tuning horizon >= 2, got {n}")
+    return functools.partial(fixed_horizon_e2d, horizon=n, **_e2d_kwargs(request))
+
+
+@_builtin("ucb", ("linear", "finite"), (),
+          "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view)")
+def _ucb(request: AgentRequest):
+    return ucb
+
+
+@_builtin("ts", ("linear", "finite"), (), "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")
+def _ts(request: AgentRequest):
+    return thompson_sampling
+
+
+@_builtin("ts-finite", ("finite",), (), "Thompson sampling on the finite class (EWA posterior, eta = 1)")
+def _posterior_sampling(request: AgentRequest):
+    return posterior_sampling

@@ -1,0 +1,251 @@
+"""One run: a ``lax.scan`` over rounds of one agent on one instance.
+
+Randomness (:func:`run_keys`): seed ``i`` of a simulation with master seed ``s`` uses the key
+``fold_in(fold_in(key(s), RUN_STREAM), i)``; round ``t`` (1-based) of that run uses
+``fold_in(key_rounds, t)`` split into ``(key_act, key_obs)``. Random instances are drawn from
+``instance_key(s) = fold_in(key(s), INSTANCE_STREAM)``, a different stream, so an instance
+seed and a run seed of the same value never share keys. A seed's trajectory depends only on
+``(s, i)``, never on how many seeds run beside it or how they are batched.
+
+Regret is the cumulative pseudo-regret sum_t Delta(pi_t, f*) of the actions played (the
+quantity the paper plots), summed with Kahan compensation so float32 runs of 10^5+ rounds do
+not drift.
+
+The interaction contract (:class:`~e2d_jax.types.Agent`) is checked twice. Before anything
+runs, :func:`check_agent` traces one round abstractly (``jax.eval_shape``) and refuses, with
+the argument and what was expected, an action that is not an integer scalar, an info without
+an integer ``status``, or a state whose structure changes between rounds. While the run goes
+on, an action outside [0, K) is recorded as a round with ``Status.INVALID_ACTION`` (the
+environment sees the action clipped into range; the seed is invalid and left out of every
+summary), never clamped silently.
+
+Per-seed solver statistics (:class:`SolverStats`), over *every* round, not only the
+recorded ones: the number of rounds per status code, and for agents whose info has ``gap``
+and ``value`` a histogram of the relative certified gap gap / |value| on fixed log-spaced
+bins (``GAP_BIN_EDGES``), from which :func:`e2d_jax.sim.summaries.solver_summary` reads
+per-seed medians and 90th percentiles.
+
+Invalid seeds: a round whose status is ``NONFINITE`` or ``INVALID_ACTION`` is counted in
+``invalid_rounds``; such a seed is *invalid* (:func:`e2d_jax.sim.summaries.valid_seeds`), and
+the summaries leave it out of means and say so. Other seeds are untouched (vmap keeps seeds
+independent).
+
+Memory: only every ``record_every``-th round is recorded, so 10,000 seeds x 10,000 rounds
+with ``record_every=100`` keeps 10^6 numbers per recorded field.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from e2d_jax import _checks as V
+from e2d_jax.envs.family import environment_of
+from e2d_jax.types import NUM_STATUS, Agent, Environment, PyTree, Status
+
+#: Stream tags folded into a seed's root key (see the module docstring).
+RUN_STREAM = 0x52554E  # "RUN"
+INSTANCE_STREAM = 0x494E5354  # "INST"
+
+#: Bin edges of the relative certified gap: 4 per decade from 1e-8 to 1e2. Bin 0 holds gaps
+#: below 1e-8, bin j (1 <= j <= 40) [edge j-1, edge j), the last bin >= 1e2 or non-finite.
+GAP_BIN_EDGES = np.logspace(-8, 2, 41)
+NUM_GAP_BINS = GAP_BIN_EDGES.size + 1
+
+
+def run_keys(seed: int, indices) -> jax.Array:
+    """Keys of runs ``indices`` under master seed ``seed`` (see the module docstring)."""
+    root = jax.random.fold_in(jax.random.key(seed), RUN_STREAM)
+    return jax.vmap(lambda i: jax.random.fold_in(root, i))(jnp.asarray(indices, jnp.uint32))
+
+
+def instance_key(instance_seed: int) -> jax.Array:
+    """The key a random instance with seed ``instance_seed`` is drawn from."""
+    return jax.random.fold_in(jax.random.key(instance_seed), INSTANCE_STREAM)
+
+
+def instance_keys(instance_seeds) -> jax.Array:
+    """A batch of :func:`instance_key` (for ``jax.vmap`` over an instance builder)."""
+    return jnp.stack([instance_key(int(s)) for s in np.asarray(instance_seeds).reshape(-1)])
+
+
+class SolverStats(NamedTuple):
+    """Per-seed statistics of the agent's per-round status and certified gap (all rounds)."""
+
+    status_counts: jax.Array  # (NUM_STATUS,) int32 rounds per Status code
+    gap_hist: jax.Array  # (NUM_GAP_BINS,) int32 rounds per relative-gap bin (0s if no gap)
+
+
+class RolloutResult(NamedTuple):
+    """One run (or, with leading seed / instance / hyperparameter axes, many).
+
+    Attributes:
+      regret: (R,) float cumulative pseudo-regret after each recorded round.
+      action_counts: (K,) int32 how often each action was played.
+      invalid_rounds: () int32 rounds whose status was ``NONFINITE`` or ``INVALID_ACTION``
+        (the seed is invalid when it is > 0; ``solver.status_counts`` says which).
+      solver: :class:`SolverStats` over all rounds.
+      info: the agent's per-round diagnostics (its ``act`` info) at the recorded rounds,
+        each leaf with a leading (R,) axis.
+    """
+
+    regret: jax.Array
+    action_counts: jax.Array
+    invalid_rounds: jax.Array
+    solver: SolverStats
+    info: PyTree
+
+
+def record_rounds(horizon: int, record_every: int) -> np.ndarray:
+    """The 1-based rounds after which a rollout records: k, 2k, ..., and the horizon."""
+    rounds = np.arange(record_every, horizon + 1, record_every)
+    if rounds.size == 0 or rounds[-1] != horizon:
+        rounds = np.append(rounds, horizon)
+    return rounds.astype(np.int64)
+
+
+def check_run_args(horizon, record_every) -> tuple[int, int]:
+    horizon = V.check_int("horizon", horizon, minimum=1)
+    record_every = V.check_int("record_every", record_every, minimum=1)
+    return horizon, min(record_every, horizon)
+
+
+def _gap_bin(info, dtype):
+    if not (hasattr(info, "gap") and hasattr(info, "value")):
+        return None
+    rel = info.gap / jnp.maximum(jnp.abs(info.value), jnp.finfo(dtype).tiny)
+    edges = jnp.asarray(GAP_BIN_EDGES, dtype)
+    # One comparison against all 41 edges: the default binary search is a while loop, which
+    # costs a handful of kernel launches every round.
+    idx = jnp.searchsorted(edges, rel, side="right", method="compare_all")
+    return jnp.where(jnp.isfinite(rel), idx, NUM_GAP_BINS - 1)
+
+
+def _describe(x) -> str:
+    if x is None:
+        return "None"
+    if hasattr(x, "dtype") and hasattr(x, "shape"):
+        return f"an array of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"a {type(x).__name__}"
+
+
+def check_step_outputs(action, info, who: str = "agent.act") -> None:
+    """Refuses (ValueError) an action that is not an integer scalar or an info without an
+    integer scalar ``status``; works on tracers and abstract values (trace time)."""
+    if not (hasattr(action, "dtype") and jnp.issubdtype(action.dtype, jnp.integer) and tuple(action.shape) == ()):
+        raise ValueError(f"{who} must return an integer scalar action (int32, in [0, K)) first, got "
+                         f"{_describe(action)}")
+    status = getattr(info, "status", None)
+    if not (hasattr(status, "dtype") and jnp.issubdtype(status.dtype, jnp.integer) and tuple(status.shape) == ()):
+        raise ValueError(f"{who} must return (action, state, info) with an info that has an int32 scalar 'status' "
+                         f"field (e.g. e2d_jax.types.ActInfo(status=...)); info is {_describe(info)}"
+                         + ("" if info is None else f" and its status {_describe(status)}"))
+
+
+def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: dict | None = None) -> None:
+    """Checks the interaction contract on one abstract round (``jax.eval_shape``: nothing is
+    computed): an :class:`~e2d_jax.types.Agent`, an integer scalar action, an info with an
+    integer ``status``, and a state whose structure, shapes and dtypes stay the same across a
+    round. With ``hparams`` (``{name: value}``), ``agent`` is a factory called with them as
+    traced values, as in a grid. Raises a ValueError naming what is wrong."""
+    env = environment_of(params, env)
+
+    def one_round(key, params, hp):
+        made = agent(**hp) if hparams is not None else agent
+        if not isinstance(made, Agent):
+            raise ValueError(f"agent must be an e2d_jax.Agent (from a factory such as e2d_jax.ucb()), got "
+                             f"{type(made).__name__}")
+        model = env.model(params)
+        key_init, key_act, key_obs = jax.random.split(key, 3)
+        state = made.init(key_init, model)
+        action, new_state, info = made.act(key_act, state, model)
+        check_step_outputs(action, info)
+        obs = env.observe(key_obs, params, jnp.clip(action, 0, None))
+        after = made.update(new_state, action, obs, model)
+        return state, new_state, after
+
+    states = jax.eval_shape(one_round, jax.random.key(0), params, hparams or {})
+    signature = [jax.tree_util.tree_structure(s) for s in states]
+    first = [(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(states[0])]
+    for name, sig, s in zip(("agent.act", "agent.update"), signature[1:], states[1:]):
+        leaves = [(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(s)]
+        if sig != signature[0] or leaves != first:
+            raise ValueError(f"{name} must return a state with the structure, shapes and dtypes of agent.init's "
+                             f"(lax.scan carries it): init gave {signature[0]} {first}, {name} gave {sig} {leaves}")
+
+
+def rollout(
+    key: jax.Array,
+    params: PyTree,
+    agent: Agent,
+    *,
+    horizon: int,
+    record_every: int = 1,
+    env: Environment | None = None,
+) -> RolloutResult:
+    """Runs one agent on one instance for ``horizon`` rounds (one ``lax.scan`` per block).
+
+    Args:
+      key: the run's PRNG key.
+      params: the instance (model class and true model).
+      agent: the agent's functions.
+      horizon: number of rounds n (static).
+      record_every: record every k-th round (static); the last round is always recorded.
+      env: the environment's functions; inferred from the type of ``params`` when None.
+
+    Returns:
+      RolloutResult (see its docstring).
+    """
+    horizon, record_every = check_run_args(horizon, record_every)
+    env = environment_of(params, env)
+    key_init, key_rounds = jax.random.split(key)
+    model = env.model(params)
+    means = env.mean_rewards(params)
+    gap = jnp.max(means) - means
+    num_actions = gap.shape[0]
+    state = agent.init(key_init, model)
+    zero = jnp.zeros((), gap.dtype)
+    stats = SolverStats(jnp.zeros((NUM_STATUS,), jnp.int32), jnp.zeros((NUM_GAP_BINS,), jnp.int32))
+    carry = (state, zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
+
+    def step(carry, t):
+        state, total, comp, counts, stats = carry
+        key_act, key_obs = jax.random.split(jax.random.fold_in(key_rounds, t))
+        action, state, info = agent.act(key_act, state, model)
+        check_step_outputs(action, info)
+        # An action outside [0, K) invalidates the seed (its status says why); the environment
+        # and the bookkeeping see it clipped so that no index is out of range.
+        out_of_range = (action < 0) | (action >= num_actions)
+        action = jnp.clip(action, 0, num_actions - 1).astype(jnp.int32)
+        status = jnp.where(out_of_range, Status.INVALID_ACTION, info.status)
+        obs = env.observe(key_obs, params, action)
+        state = agent.update(state, action, obs, model)
+        # Kahan summation of the per-round gaps.
+        y = gap[action] - comp
+        new_total = total + y
+        comp = (new_total - total) - y
+        counts = counts.at[action].add(1)
+        status_counts = stats.status_counts.at[jnp.clip(status, 0, NUM_STATUS - 1)].add(1)
+        bin_ = _gap_bin(info, gap.dtype)
+        hist = stats.gap_hist if bin_ is None else stats.gap_hist.at[bin_].add(1)
+        return (state, new_total, comp, counts, SolverStats(status_counts, hist)), info
+
+    def block(carry, ts):
+        carry, infos = lax.scan(step, carry, ts)
+        last = jax.tree_util.tree_map(lambda x: x[-1], infos)
+        return carry, (carry[1], last)
+
+    n_blocks, rest = divmod(horizon, record_every)
+    ts = jnp.arange(1, n_blocks * record_every + 1, dtype=jnp.int32).reshape(n_blocks, record_every)
+    carry, (regret, info) = lax.scan(block, carry, ts)
+    if rest:
+        tail = jnp.arange(n_blocks * record_every + 1, horizon + 1, dtype=jnp.int32)
+        carry, (reg_tail, info_tail) = block(carry, tail)
+        regret = jnp.concatenate([regret, reg_tail[None]])
+        info = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b[None]]), info, info_tail)
+    _, _, _, counts, stats = carry
+    invalid = stats.status_counts[Status.NONFINITE] + stats.status_counts[Status.INVALID_ACTION]
+    return RolloutResult(regret=regret, action_counts=counts, invalid_rounds=invalid, solver=stats, info=info)

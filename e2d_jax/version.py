@@ -1,0 +1,2 @@
+"""The library's version."""
+__version__ = "0.3.0"

@@ -1,0 +1,307 @@
+"""The command line: what it writes, the flags it takes and how it refuses bad input."""
+import argparse
+import dataclasses
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import pytest
+
+import e2d_jax
+from e2d_jax import cli
+from e2d_jax.agents.e2d import anytime_e2d
+from e2d_jax.cli.commands import build_parser, host_device_count, parse_host_devices, to_flags, usable_cores
+from e2d_jax.experiments import provenance, registry, runner, storage
+from e2d_jax.paper import presets
+
+
+def test_run_writes_results_summary_and_plot(tmp_path):
+    out = tmp_path / "run"
+    args = ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "40",
+            "--seeds", "6", "--agents", "ucb,ts", "--record-every", "10", "--out", str(out)]
+    assert cli.main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    table = pd.read_parquet(out / "results.parquet")
+    curves = np.load(out / "curves.npz")
+    assert curves["regret"].shape == (12, 4) and list(curves["rounds"]) == [10, 20, 30, 40]
+    for name in ("ucb", "ts"):
+        s = summary["agents"][name]
+        assert s["seeds"] == 6
+        lo, hi = s["final_regret_ci95"]
+        assert lo <= s["final_regret_mean"] <= hi
+        rows = table[table["agent"] == name]
+        np.testing.assert_allclose(rows["final_regret"].mean(), s["final_regret_mean"], rtol=1e-6)
+        assert np.stack(rows["action_counts"]).sum() == 6 * 40
+    assert summary["config"]["horizon"] == 40 and "jax" in summary["versions"]
+    for fig in ("regret.png", "final_regret.png", "regret.pdf", "final_regret.pdf"):
+        assert (out / fig).stat().st_size > 1000
+    # A second identical call reuses the stored results instead of recomputing them.
+    chunk = out / "chunks" / "ucb" / "chunk00000.npz"
+    before = chunk.stat().st_mtime_ns
+    assert cli.main(args) == 0
+    assert chunk.stat().st_mtime_ns == before
+    # The test process never switches JAX's persistent cache on (see conftest).
+    assert jax.config.jax_compilation_cache_dir is None
+
+
+@pytest.mark.parametrize("value, expected", [("off", "None"), ("OFF", "None"), ("{tmp}", "{tmp}")])
+def test_cache_dir_env_sets_or_turns_off_the_persistent_cache(tmp_path, value, expected):
+    code = ("import e2d_jax; e2d_jax.enable_compilation_cache(); import jax; "
+            "print(jax.config.jax_compilation_cache_dir)")
+    env = dict(os.environ, E2D_JAX_CACHE_DIR=value.format(tmp=tmp_path / "c"))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == expected.format(tmp=tmp_path / "c")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--horizon", "0"], "--horizon"),
+    (["--horizon", "-5"], "--horizon"),
+    (["--horizon", "10", "--seeds", "0"], "--seeds"),
+    (["--horizon", "10", "--arms", "1"], "--arms"),
+    (["--horizon", "10", "--sigma", "0"], "--sigma"),
+    (["--horizon", "10", "--sigma", "-1"], "--sigma"),
+    (["--horizon", "10", "--d", "0"], "--d"),
+    (["--horizon", "10", "--agents", "ucb,nope"], "--agents"),
+    (["--horizon", "10", "--env", "nope"], "--env"),
+    (["--horizon", "10", "--agents", "ucb@3"], "--agents"),
+    (["--horizon", "10", "--env", "finite-mab", "--d", "3"], "--d"),
+    (["--horizon", "10", "--env", "semi-bandit", "--models", "3"], "--models"),
+    (["--horizon", "10", "--agents", "ucb,ts", "--divergence", "kl"], "--divergence"),
+    (["--horizon", "10", "--agents", "e2d,ts", "--eps2-schedule", "rank"], "--eps2-schedule"),
+    (["--horizon", "10", "--agents", "ucb", "--solver", "paper"], "--solver"),
+])
+def test_bad_input_exits_2_naming_argument(args, needle, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--out", str(tmp_path / "x"), *args])
+    assert exc.value.code == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_version_defaults_and_default_agents(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"e2d-jax {e2d_jax.__version__}"
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        for action in command._actions:
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and action.help:
+                assert f"(default: {action.default})" in " ".join(text.split()), (name, action.option_strings)
+    args = parser.parse_args(["run", "--horizon", "5", "--out", "x"])
+    assert args.agents == "anytime-e2d,e2d,ucb,ts"
+
+
+def test_library_messages_are_translated_into_flags():
+    assert to_flags("out: x holds an unfinished run (3 units to go): resume=True continues it, "
+                    "overwrite=True starts over") == \
+        "--out: x holds an unfinished run (3 units to go): --resume continues it, --overwrite starts over"
+    assert to_flags("env: unknown environment 'nope'") == "--env: unknown environment 'nope'"
+    assert to_flags("agents[ucb]: unknown option divergence (valid: none)") == \
+        "--agents[ucb]: unknown option --divergence (valid: none)"
+    assert to_flags("fewer seeds per unit (chunk_size)") == "fewer seeds per unit (--batch-size)"
+    # A sweep's fields come from its file: only the flags of the sweep command are translated.
+    assert to_flags("agents[ucb]: unknown option divergence", "sweep") == "agents[ucb]: unknown option divergence"
+    assert to_flags("out: x exists and is not a directory", "sweep") == "--out: x exists and is not a directory"
+
+
+def test_console_script_entry_point(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "e2d_jax.cli", "run", "--horizon", "10", "--agents", "nope",
+                           "--out", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--agents" in proc.stderr
+
+
+def test_host_devices_shard_with_identical_results(tmp_path):
+    """--host-devices 2 splits the CPU into two XLA devices; per-seed results equal those of a
+    one-device run exactly (70 seeds: more than one device's 64 lanes, so both devices run).
+    The default (auto) is one device per usable core. Each run is a fresh process (the device
+    count is fixed when JAX starts)."""
+    base = [sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--d", "3", "--arms", "5",
+            "--horizon", "30", "--seeds", "70", "--agents", "ts", "--record-every", "10"]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    runs = {}
+    for label, extra in (("one", ["--host-devices", "1"]), ("two", ["--host-devices", "2"]), ("auto", [])):
+        out = tmp_path / label
+        proc = subprocess.run(base + ["--out", str(out), *extra], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        runs[label] = (json.loads((out / "summary.json").read_text()), pd.read_parquet(out / "results.parquet"))
+    assert runs["one"][0]["device"] == ["cpu:0"]
+    assert runs["two"][0]["device"] == ["cpu:0", "cpu:1"]
+    assert runs["auto"][0]["device"] == [f"cpu:{i}" for i in range(usable_cores())]
+    pd.testing.assert_frame_equal(runs["one"][1], runs["two"][1])
+    pd.testing.assert_frame_equal(runs["one"][1], runs["auto"][1])
+
+
+def test_host_devices_argument():
+    """'auto' or a positive integer; anything else is exit-2 input naming the flag; auto is one
+    device with the ray executor (its tasks spread over the cores)."""
+    assert parse_host_devices("auto") == "auto" and parse_host_devices("3") == 3
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--host-devices"):
+            parse_host_devices(bad)
+    ns = argparse.Namespace
+    assert host_device_count(ns(host_devices="auto", executor="local")) == usable_cores()
+    assert host_device_count(ns(host_devices="auto", executor="ray")) == 1
+    assert host_device_count(ns(host_devices=3, executor="ray")) == 3
+
+
+def test_small_run_on_four_host_devices(tmp_path):
+    """1 seed on 4 host devices needs more padding than there are seeds."""
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--horizon", "10",
+                           "--seeds", "1", "--host-devices", "4", "--agents", "ts", "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["device"] == ["cpu:0", "cpu:1", "cpu:2", "cpu:3"]
+    assert summary["agents"]["ts"]["seeds"] == 1
+
+
+def test_nonfinite_seeds_exit_3_and_are_left_out(tmp_path, capsys, monkeypatch):
+    """A schedule that turns to 0 after the checked first values makes rounds non-finite; the
+    run must not look good: exit status 3, a message, seeds_invalid, and the mean over valid
+    seeds only (NaN when none is valid)."""
+    monkeypatch.setattr(registry, "AGENTS", dict(registry.AGENTS))
+    registry.register_agent("bad-e2d", lambda: anytime_e2d(eps2_schedule=lambda t: jnp.where(t > 10, 0.0, 1.0 / t)))
+    out = tmp_path / "bad"
+    rc = cli.main(["run", "--env", "semi-bandit", "--horizon", "20", "--seeds", "3", "--agents", "bad-e2d,ts",
+                   "--out", str(out)])
+    assert rc == 3
+    err = capsys.readouterr().err
+    assert "INVALID SEEDS" in err and "bad-e2d: 3 (nonfinite 3)" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["agents"]["bad-e2d"]["seeds_invalid"] == 3 and summary["agents"]["bad-e2d"]["seeds"] == 0
+    assert np.isnan(summary["agents"]["bad-e2d"]["final_regret_mean"])
+    assert summary["agents"]["ts"]["seeds_invalid"] == 0 and summary["agents"]["ts"]["seeds"] == 3
+
+
+def test_summary_reports_solver_statistics(tmp_path):
+    out = tmp_path / "e2d"
+    assert cli.main(["run", "--env", "semi-bandit", "--arms", "5", "--horizon", "30", "--seeds", "4",
+                     "--agents", "anytime-e2d,ucb", "--record-every", "10", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    solver = summary["agents"]["anytime-e2d"]["solver"]
+    assert 0.0 <= solver["rounds_at_max_iter_fraction"] <= 1.0
+    assert solver["rel_gap_median_over_seeds"] <= solver["rel_gap_p90_max_over_seeds"]
+    assert summary["agents"]["ucb"]["solver"]["rel_gap_median_over_seeds"] is None
+    with np.load(out / "chunks" / "anytime-e2d" / "chunk00000.npz") as z:
+        assert z["solver_status_counts"].shape == (1, 1, 4, 4) and np.all(z["solver_status_counts"].sum(-1) == 30)
+
+
+def test_results_of_other_code_are_not_reused(tmp_path, monkeypatch, capsys):
+    """The digest that decides reuse covers the library version and source."""
+    args = ["run", "--env", "semi-bandit", "--arms", "5", "--horizon", "20", "--seeds", "2", "--agents", "ucb",
+            "--out", str(tmp_path / "r")]
+    assert cli.main(args) == 0
+    assert cli.main(args) == 0  # same code: reused
+    monkeypatch.setattr(provenance, "source_digest", lambda: "other-code")
+    with pytest.raises(SystemExit) as exc:  # other code: refused, saying so
+        cli.main(args)
+    assert exc.value.code == 2
+    assert "different configuration" in capsys.readouterr().err
+    assert cli.main(args + ["--overwrite"]) == 0
+    assert json.loads((tmp_path / "r" / "manifest.json").read_text())["code"].endswith("+other-code")
+
+
+def test_unwritable_or_file_out_is_one_line_exit_2(tmp_path, capsys):
+    """--out naming a file, or a place that cannot be created, ends in one line (no traceback)."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    blocked = afile / "sub"  # a directory under a regular file cannot be created
+    for out in (afile, blocked):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["run", "--horizon", "5", "--seeds", "2", "--out", str(out)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        assert "--out" in err or str(afile) in err
+
+
+def test_reproduce_claims_refuses_flags_that_do_not_apply(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "sensitivity", "--solver", "paper", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--solver" in capsys.readouterr().err
+
+
+def test_too_large_a_problem_is_refused_before_allocating(tmp_path, capsys):
+    """--arms 100000 on the semi-bandit would need ~240 GiB (K^2 d observation rows): the
+    estimate (from shapes only) refuses it in one line naming what to change."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--env", "semi-bandit", "--arms", "100000", "--horizon", "5", "--seeds", "2",
+                  "--out", str(tmp_path / "big")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "GiB" in err and "--arms" in err and "--batch-size" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "big").exists()  # nothing was written
+
+
+def test_memory_estimate_scales_with_the_unit():
+    spec = presets.experiment_spec("exp1")
+    big = runner.estimate_memory(spec)  # 100 seeds a unit
+    small = runner.estimate_memory(dataclasses.replace(spec, chunk_size=10))
+    assert 0 < small["unit"] < big["unit"]
+    runner.check_memory(spec)  # the paper's experiment fits this machine
+    with pytest.raises(runner.SweepError, match="GiB"):
+        runner.check_memory(spec, available=big["total"] // 2)
+
+
+def test_parts_of_a_run_then_plot_collects(tmp_path, capsys):
+    """`--part I/N` runs disjoint parts into one directory; the last part writes the tables;
+    executor-only flags without `--executor ray` are refused."""
+    out = tmp_path / "parts"
+    base = ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "20", "--seeds", "6",
+            "--agents", "ucb,ts", "--record-every", "10", "--quiet", "--out", str(out)]
+    assert cli.main(base + ["--part", "1/2"]) == 0
+    assert "part 1/2 ran 1 units; 1 of 2 units" in capsys.readouterr().out
+    assert not (out / "results.parquet").exists()
+    assert cli.main(base + ["--part", "2/2"]) == 0
+    assert (out / "results.parquet").exists() and (out / "regret.png").exists()
+    (out / "summary.json").unlink()
+    assert cli.main(["plot", str(out)]) == 0  # collects the finished parts again
+    assert json.loads((out / "summary.json").read_text())["agents"]["ts"]["seeds"] == 6
+    for flags, needle in ((["--part", "3/2"], "--part"), (["--workers", "2"], "--workers")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(base + flags)
+        assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_full_disk_is_one_line_keeps_finished_chunks_and_resumes(tmp_path, capsys, monkeypatch):
+    """No space left while writing: exit status 1 and one line (no traceback), no temporary
+    or half-written file left, the chunks finished before it kept; ``--resume`` after space
+    is freed gives the results of an uninterrupted run."""
+    def args(out):
+        return ["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "20", "--seeds", "6",
+                "--agents", "ucb,ts", "--record-every", "10", "--out", str(out)]
+
+    out = tmp_path / "run"
+    real_fsync, calls = os.fsync, []
+
+    def full_after_first_chunk(fd):
+        calls.append(fd)
+        if len(calls) > 4:  # the manifest and the first chunk (file and directory each) fit
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(storage.os, "fsync", full_after_first_chunk)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(args(out))
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert "no space left" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")], "a temporary file was left"
+    assert not (out / "results.parquet").exists()
+    kept = sorted(p.relative_to(out) for p in (out / "chunks").rglob("*.npz"))
+    assert len(kept) == 1
+    np.load(out / kept[0])  # complete and readable
+    monkeypatch.undo()
+    assert cli.main(args(out) + ["--resume"]) == 0
+    assert cli.main(args(tmp_path / "clean")) == 0
+    resumed, clean = (pd.read_parquet(d / "results.parquet") for d in (out, tmp_path / "clean"))
+    np.testing.assert_array_equal(resumed["final_regret"].to_numpy(), clean["final_regret"].to_numpy())

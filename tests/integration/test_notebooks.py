@@ -1,0 +1,54 @@
+"""The notebooks under notebooks/ run top to bottom against the installed package, at small
+sizes: each notebook's ``parameters`` cell is replaced by the values below (as papermill
+injects parameters) and its code cells run in a fresh Python process
+(``tests/helpers/notebook_runner.py``: every code cell in one namespace, in order, what "Run
+all" does), as a user's kernel would, with JAX's defaults (float32). A cell that raises, or a
+crash of the process, fails the test with the notebook's output. Every notebook checks its own
+claims (certificates bracket values, bounds hold) and prints what the test looks for.
+
+The notebooks are stored with the outputs of a run at their own sizes, for the documentation,
+which renders them without running them; each stored output must come from the code beside it
+(no cell's source changed after its output was made: ``execution_count`` runs 1, 2, ...).
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+RUNNER = pathlib.Path(__file__).parents[1] / "helpers" / "notebook_runner.py"
+NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
+SMALL = {
+    "01_quickstart.ipynb": ("SEEDS, HORIZON = 8, 40", ("final regret", "bound holds: True")),
+    "02_reproduce_paper.ipynb": ("import tempfile\nSEEDS, CONVENTIONS = 2, 'implementation'\nEXPERIMENTS = ('exp1',)\n"
+                                 "OUT = tempfile.mkdtemp()", ("exp1 (implementation conventions", "final regret")),
+    "03_dec_explorer.ipynb": ("EPS = [0.05, 0.2]\nMODELS = 8\nINSTANCES = 2", ("bound holds: True",
+                                                                             "Table 1 bound holds: True")),
+    "04_sensitivity.ipynb": ("import tempfile\nSIZES = {'sensitivity': (2, 2), 'candidates': (2, 2)}\nHORIZON = 20\n"
+                             "DIR = tempfile.mkdtemp()", ("Experiment 1 claim holds on", "Experiment 2 claim")),
+}
+SLOW = {"02_reproduce_paper.ipynb", "04_sensitivity.ipynb"}
+
+
+def test_every_notebook_is_checked_and_stored_with_its_outputs():
+    assert sorted(p.name for p in NOTEBOOKS) == sorted(SMALL)
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text())
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert sum("parameters" in c["metadata"].get("tags", []) for c in code) == 1, path.name
+        assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), f"{path.name}: rerun it"
+        assert any(c["outputs"] for c in code), f"{path.name}: stored without outputs"
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.name in SLOW else p
+                                  for p in NOTEBOOKS], ids=lambda p: p.name)
+def test_notebook_runs(path):
+    parameters, expected = SMALL[path.name]
+    env = dict(os.environ, MPLBACKEND="Agg")
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", str(RUNNER), str(path), parameters],
+                          capture_output=True, text=True, timeout=900, cwd=path.parents[1], env=env)
+    assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    for needle in expected:
+        assert needle in proc.stdout, f"{path.name} did not print {needle!r}:\n{proc.stdout[-3000:]}"
