@@ -73,6 +73,8 @@ def main():
     p.add_argument("--finite-horizon", type=int, default=None,
                    help="horizon of the finite families (default 300); fixed-horizon E2D tunes lambda per seed "
                         "in init, so a longer horizon (fewer seeds) spends less of the count there")
+    p.add_argument("--linear-horizon", type=int, default=None,
+                   help="horizon of every linear family (default: 2000 for semi-bandit d=3 K=10, 1000 for the others)")
     p.add_argument("--only", choices=["linear", "finite"], default=None)
     p.add_argument("--families", default=None,
                    help="comma-separated family labels to run (default all), e.g. semi-bandit-d3-K10,mab-K10")
@@ -81,7 +83,8 @@ def main():
     args = p.parse_args()
     todo = []
     if args.only in (None, "linear"):
-        todo += [(env_name, d, k, n, LINEAR_AGENTS, args.seed_rounds) for env_name, d, k, n in LINEAR]
+        todo += [(env_name, d, k, args.linear_horizon or n, LINEAR_AGENTS, args.seed_rounds)
+                 for env_name, d, k, n in LINEAR]
     if args.only in (None, "finite"):
         todo += [(env_name, None, k, args.finite_horizon or n, FINITE_AGENTS, args.finite_seed_rounds)
                  for env_name, k, n in FINITE]

@@ -73,9 +73,10 @@ def _worker(cfg: dict) -> dict:
     stop.set()
     cell = next(iter(summary["agents"].values()))
     run_s = summary["run_seconds_this_call"]
-    # The units' simulate calls without their compile (what the chunk files record); for ray,
-    # the workers' own run time (Ray's overhead shows in end_to_end_s and units_wall_s).
-    sim_s = cell["run_seconds"]
+    # The units' simulate calls without their compile (what the chunk files record; the summary
+    # gives their rate); for ray, the workers' own run time (Ray's overhead shows in
+    # end_to_end_s and units_wall_s).
+    sim_s = cfg["seeds"] * cfg["horizon"] / cell["seed_rounds_per_second"]
     out = dict(cfg, device=str(jax.devices()), n_devices=len(jax.devices()), end_to_end_s=end_to_end,
                units_wall_s=run_s, run_s=sim_s, compile_s=cell["compile_seconds"],
                seed_rounds_per_s=cfg["seeds"] * cfg["horizon"] / sim_s,

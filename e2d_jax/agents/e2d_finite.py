@@ -1,5 +1,5 @@
 """Agents for finite model classes: Anytime-E2D (Algorithm 1) and fixed-horizon E2D with the
-exponential-weights estimator (Algorithm 2), posterior sampling, and the foundation's UCB / TS
+exponential-weights estimator (Algorithm 2), and the linear UCB / TS
 through a linear view of the class.
 
 Anytime-E2D (:func:`anytime_e2d`), round t:
@@ -44,7 +44,7 @@ linear agents (gaps Delta_f, ``eps2_schedule``/``eps2_scale``, ``lam``/``lam_sca
 
 Baselines. :func:`posterior_sampling` is Thompson sampling on the finite class (sample
 f ~ p_t with the EWA weights, which for eta = 1 are the exact Bayesian posterior; play
-argmax_pi r_f(pi)). The foundation's linear UCB and TS run on a class that carries a linear
+argmax_pi r_f(pi); :func:`e2d_jax.agents.ts.posterior_sampling`). The linear UCB and TS run on a class that carries a linear
 view (the Gaussian bandit builders attach one: phi_pi = e_pi, the same observation maps), so
 they use every observation the environment gives but not the finiteness of the class.
 """
@@ -119,7 +119,7 @@ def _check_common(gap_type, estimate, eta, solver):  # solver: a resolved Finite
     V.check_positive("eta", eta)
     if not isinstance(solver, dec.FiniteSolverConfig):
         raise ValueError("solver must be an e2d_jax.FiniteSolverConfig for finite classes (e.g. "
-                         f"e2d_jax.agents.finite.AGENT_SOLVER), got {type(solver).__name__}")
+                         f"e2d_jax.agents.e2d_finite.AGENT_SOLVER), got {type(solver).__name__}")
 
 
 def _matrices(key, state: E2DState, model: finite.FiniteModel, gap_type: str, estimate: str):
@@ -185,7 +185,7 @@ def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
     in earlier rounds (``dec.solve_acdec_memory``); returns the result and the new state's
     memory. The branch and bound covers every lam >= 0 as the plain search does, so a seed
     whose remembered points sit in one basin still refines another basin whose interval's
-    bound is below the incumbent (``tests/test_agents_finite.py`` checks the two-basin case)."""
+    bound is below the incumbent (the tests check the two-basin case)."""
     mem = jax.tree_util.tree_map(lambda x: x[index], state.memory)
     res, mem = dec.solve_acdec_memory(gaps, info, eps2, mem, solver, mu0=state.mu, omega0=state.omega)
     memory = jax.tree_util.tree_map(lambda all_, one: all_.at[index].set(one), state.memory, mem)
@@ -197,7 +197,7 @@ def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
     mixtures, its first chunk seeded by the last round's lam* (``state.lam``; the posterior
     and f_hat move slowly). The coarse points over the whole proven range, lam = 0 and the
     branch and bound still cover every lam, so a seed in the wrong basin costs at most a
-    coarser answer for a round (``tests/test_agents_finite.py`` checks the two-basin case).
+    coarser answer for a round (the tests check the two-basin case).
     Returns the result and the next round's seed."""
     res = dec.solve_acdec(gaps, info, eps2, solver, mu0=state.mu, omega0=state.omega, lam_hint=state.lam)
     return res, res.lam.astype(state.lam.dtype)
@@ -297,7 +297,9 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
         for the class (:func:`lambda_tuning`, computed in ``init``).
       lam: lam >= 0 instead of ``horizon`` (may be traced).
       lam_scale: m > 0 multiplying lam (may be traced).
-      gap_type, estimate, eta: as in :func:`anytime_e2d`.
+      gap_type: as in :func:`anytime_e2d`.
+      estimate: see ``gap_type``.
+      eta: see ``gap_type``.
       solver: the matrix-game solver configuration.
 
     Returns:

@@ -187,7 +187,10 @@ def fixed_horizon_e2d(
       horizon: n, to set lambda = lam_scale * sqrt(n / (4 log n)) (:func:`horizon_lambda`).
       lam: lambda in the agent's divergence convention, instead of ``horizon`` (may be traced).
       lam_scale: m > 0 multiplying lambda (may be traced; 1 by default).
-      divergence, gap_type, solver, reg: as in :func:`anytime_e2d` (``"fw-grid"`` means plain
+      divergence: as in :func:`anytime_e2d` (``"fw-grid"`` means plain
+      gap_type: see ``divergence``.
+      solver: see ``divergence``.
+      reg: see ``divergence``.
         smoothed Frank-Wolfe here: there is no lambda to search).
 
     Returns:

@@ -1,4 +1,4 @@
-"""The ``e2d-jax`` command line: one storage and resume path for every command.
+"""The ``e2d-jax`` command line: one storage and resume path for every command::
 
     e2d-jax run --env semi-bandit --d 3 --arms 10 --horizon 2000 --seeds 1000 \\
                 --agents anytime-e2d,e2d-n200,ucb,ts --out runs/demo
@@ -7,9 +7,10 @@
     e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
     e2d-jax plot DIR [--hparam eps2_scale]
 
-Any of run / reproduce / sweep: --executor ray [--address HOST:PORT] [--workers N] (Ray tasks
-on a cluster or a local instance), --part I/N (the I-th of N parts, for job arrays), --resume
-(continue from the chunk files, whichever executor wrote them).
+Any of run, reproduce and sweep: ``--executor ray`` with ``--address HOST:PORT`` or
+``--workers N`` (Ray tasks on a cluster or a local instance), ``--part I/N`` (the I-th of N
+parts, for job arrays), ``--resume`` (continue from the chunk files, whichever executor wrote
+them).
 
 Every command turns its arguments into a sweep (:mod:`e2d_jax.experiments`) and writes,
 under its output directory: ``manifest.json``; one atomic chunk file per finished work unit;

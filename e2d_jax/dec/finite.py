@@ -714,7 +714,8 @@ def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None
       *problem: ``(model, f, lam)`` or ``(gaps, info, lam)``: gaps (K, M) Delta (or
         Delta_f), K >= 2 actions, M >= 2 models; info (K, M) I_f >= 0; lam () >= 0.
       gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
-      mu0, omega0: optional (K,) / (M,) warm starts.
+      mu0: optional (K,) / (M,) warm starts.
+      omega0: see ``mu0``.
       **options: fields of :class:`FiniteSolverConfig` (solver, maxiter, rtol [1e-8], atol,
         check_every). The absolute tolerance always includes a rounding floor
         50 eps (max|Delta| + lam max|I|) (eps of the dtype: ~1e-4 relative is what float32
@@ -755,7 +756,8 @@ def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **o
       *problem: ``(model, f, eps2)`` or ``(gaps, info, eps2)``: gaps (K, M) Delta (or
         Delta_f), K >= 2, M >= 2; info (K, M) I_f >= 0; eps2 () eps^2 > 0.
       gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
-      mu0, omega0: optional (K,) / (M,) warm starts for every game.
+      mu0: optional (K,) / (M,) warm starts for every game.
+      omega0: see ``mu0``.
       **options: fields of :class:`FiniteSolverConfig`.
 
     Returns:

@@ -45,7 +45,8 @@ def grid_search(
       solve_at: ``lam () -> solution`` with fields ``upper`` (inner value at lam, without
         lam * eps2), ``lower`` (certified inner lower bound) and ``iterations``; it is
         ``vmap``-ed over the grid.
-      lam_lo, lam_hi: a range known to contain the minimiser (0 < lam_lo < lam_hi).
+      lam_lo: a range known to contain the minimiser (0 < lam_lo < lam_hi).
+      lam_hi: see ``lam_lo``.
       eps2: the radius eps^2.
       num: points in the first grid (geometric).
       refine: points in each refinement grid.

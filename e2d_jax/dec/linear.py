@@ -537,7 +537,8 @@ def linear_acdec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu
       solver: ``"saddle"`` (exact form by mirror-prox; default), ``"fw-grid"`` (the paper's
         smoothed Frank-Wolfe on a lambda grid) or ``"saddle-grid"``.
       gap_type: ``"delta_f"`` (the lemma's gaps; default) or ``"delta"`` (grid solvers only).
-      mu0, omega0: optional (K,) warm starts.
+      mu0: optional (K,) warm starts.
+      omega0: see ``mu0``.
       rank: with arrays, the dimension of the observable span if known (static); see
         :func:`~e2d_jax.envs.linear.observable_span`.
       **options: fields of :class:`LinearSolverConfig` (maxiter, rtol, atol, check_every,

@@ -238,8 +238,10 @@ def solve_game(a, *, solver: str, maxiter: int, rtol, atol, mu0=None, omega0=Non
       a: (K, M) the payoff matrix (the min player picks rows).
       solver: ``"ipm"`` or ``"mirror-prox"``.
       maxiter: iteration budget.
-      rtol, atol: stop at ``gap <= rtol |upper| + atol``.
-      mu0, omega0: warm starts (mirror-prox only; the interior-point method ignores them).
+      rtol: stop at ``gap <= rtol |upper| + atol``.
+      atol: see ``rtol``.
+      mu0: warm starts (mirror-prox only; the interior-point method ignores them).
+      omega0: see ``mu0``.
       check_every: mirror-prox iterations between certificates.
 
     Returns:

@@ -198,10 +198,13 @@ def solve(
     """Runs until the certified gap is within ``rtol * |upper| + atol`` or ``maxiter``.
 
     Args:
-      grads, certificate: the problem (see module docstring).
-      mu0, omega0: starting points (any nonnegative vectors; they are normalised).
+      grads: the problem (see module docstring).
+      certificate: see ``grads``.
+      mu0: starting points (any nonnegative vectors; they are normalised).
+      omega0: see ``mu0``.
       maxiter: iteration budget (rounded up to a multiple of ``check_every``).
-      rtol, atol: stopping tolerance on the certified gap.
+      rtol: stopping tolerance on the certified gap.
+      atol: see ``rtol``.
       check_every: iterations between certificate evaluations.
       step0: initial step (default: 1 / spread of the first gradients).
 

@@ -38,7 +38,7 @@ Builders:
 
 The Gaussian bandit builders also attach a *linear view* (``FiniteModel.linear``, a
 :class:`~e2d_jax.envs.linear.LinearModel` with phi_pi = e_pi and the same observation maps), so
-the foundation's UCB and TS run on them unchanged (see ``e2d_jax.agents.finite``).
+the linear UCB and TS run on them unchanged (see :func:`e2d_jax.envs.family.as_linear_model`).
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class FiniteModel(NamedTuple):
       obs_mask: (K, m) bool, the coordinates each action observes.
       linear: optional :class:`~e2d_jax.envs.linear.LinearModel` with the same rewards and
         observations for every model (phi_pi = e_pi, f = r_g); ``None`` when the class has
-        no linear structure. Used only by the foundation's UCB / TS baselines.
+        no linear structure. Used only by the linear UCB / TS baselines.
     """
 
     rewards: jax.Array

@@ -4,7 +4,7 @@ which of them (``part``).
 Every executor runs the same units (:func:`e2d_jax.experiments.spec.units`: one fixed chunk
 layout per sweep) with the same jitted code (:func:`e2d_jax.experiments.work.run_units`) and writes the same atomic
 chunk files into one output directory, so results are identical bit for bit whichever
-executor, worker count or part ran a unit (``tests/test_executors.py``), and any of them can
+executor, worker count or part ran a unit, and any of them can
 resume what another started.
 
 ``local`` (default): the units run in this process on ``jax.devices()`` (the seed axis is
@@ -99,7 +99,8 @@ class RayExecutor:
       address: a Ray head's ``HOST:PORT`` (or ``auto``); None starts a local instance.
       workers: tasks that may run at once on a local instance (its CPU count; default: this
         machine's cores); on a cluster Ray decides from the nodes' resources.
-      cpus_per_task, gpus_per_task: the resources each task asks for.
+      cpus_per_task: the resources each task asks for.
+      gpus_per_task: see ``cpus_per_task``.
       units_per_task: at most this many units per task (default: an agent's units spread over
         ``workers`` tasks).
       max_retries: how often Ray reruns a task whose worker died.

@@ -48,10 +48,11 @@ import jax
 
 from e2d_jax.agents import e2d_finite, e2d_linear
 from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
+from e2d_jax.agents.ids import ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import linear as dec_linear
-from e2d_jax.envs import finite, linear
+from e2d_jax.envs import finite, linear, zoo
 from e2d_jax.envs.family import FAMILIES, environment_of, params_family
 from e2d_jax.sim.rollout import instance_key, instance_keys
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent
@@ -425,6 +426,30 @@ def _finite_bernoulli(key, arms=5, models=30, dtype=None):
     return finite.bernoulli_bandit_class(key, arms, models, dtype=dtype)
 
 
+# The instance zoo (e2d_jax.envs.zoo): the instances the paper argues from and partial-monitoring games.
+register_env("end-of-optimism", lambda key, eps=0.01, alpha=1.0, sigma=1.0, dtype=None: zoo.end_of_optimism(
+    key, eps=eps, alpha=alpha, sigma=sigma, dtype=dtype), family="linear",
+    help="the end-of-optimism instance: 3 actions in R^2, the second eps-suboptimal, the third informative (eps=0.01)")
+register_env("hard-semi-bandit", lambda key, d=3, sigma=1.0, dtype=None: zoo.hard_semi_bandit(
+    key, d=d, sigma=sigma, dtype=dtype), family="linear",
+    help="a semi-bandit whose revealing action has zero reward (d=3, K=4)")
+register_env("large-gaps", lambda key, sigma=1.0, dtype=None: zoo.large_gaps(key, sigma=sigma, dtype=dtype),
+             family="linear", help="a linear bandit in R^2 with large gaps (K=4)")
+register_env("heteroscedastic", lambda key, d=3, rho=0.5, eps=0.1, sigma=1.0, dtype=None: zoo.heteroscedastic(
+    key, d=d, rho=rho, eps=eps, sigma=sigma, dtype=dtype), family="linear",
+    help="two copies of the unit sign vectors with different noise and rewards (d=3, K=16)")
+register_env("simple-bandit", lambda key, d=3, arms=10, sigma=1.0, dtype=None: zoo.simple_bandit(
+    key, d=d, arms=arms, sigma=sigma, dtype=dtype), family="linear",
+    help="a linear bandit with N(0,1) features and f* = e1, as the authors' code draws it (d=3, K=10)")
+register_env("apple-tasting", lambda key, models=19, dtype=None: zoo.apple_tasting(key, models=models, dtype=dtype),
+             family="finite", help="apple tasting, a locally observable partial-monitoring game (M=19)")
+register_env("label-efficient", lambda key, models=19, dtype=None: zoo.label_efficient(key, models=models, dtype=dtype),
+             family="finite", help="label-efficient prediction, globally but not locally observable (M=19)")
+register_env("dynamic-pricing", lambda key, arms=4, levels=4, dtype=None: zoo.dynamic_pricing(
+    key, prices=arms, levels=levels, dtype=dtype), family="finite",
+    help="dynamic pricing with K prices and a grid of valuation distributions, not locally observable (K=4)")
+
+
 # --- the library's agents ------------------------------------------------------------------
 
 #: Static options of the E2D agents (strings and integers; numeric hyperparameters go in grids).
@@ -438,6 +463,7 @@ _HYPERPARAMETERS = {
     ("e2d", "linear"): ("lam", "lam_scale", "reg"), ("e2d", "finite"): ("lam", "lam_scale", "eta"),
     ("ucb", "linear"): ("delta", "radius", "reg"), ("ucb", "finite"): ("delta", "radius", "reg"),
     ("ts", "linear"): ("scale", "reg"), ("ts", "finite"): ("scale", "reg"), ("ts-finite", "finite"): ("eta",),
+    ("ids", "linear"): ("delta", "reg", "radius"), ("ids", "finite"): ("eta",),
 }
 
 
@@ -546,3 +572,31 @@ def _ts(request: AgentRequest):
 @_builtin("ts-finite", ("finite",), (), "Thompson sampling on the finite class (EWA posterior, eta = 1)")
 def _posterior_sampling(request: AgentRequest):
     return posterior_sampling
+
+
+_IDS_OPTIONS = {
+    "directed": ("info_gain", "directed"), "worst-case": ("info_gain", "worst-case"),
+    "variance": ("info_gain", "variance"), "difference": ("gap_estimate", "difference"),
+    "value": ("gap_estimate", "value"), "full": ("sampling", "full"), "fast": ("sampling", "fast"),
+}
+
+
+@_builtin("ids", ("linear", "finite"), ("info_gain", "gap_estimate", "sampling"),
+          "information-directed sampling: directed information gain and difference gaps on linear models, "
+          "Bayesian (EWA posterior, variance gain) on finite classes (linear: @worst-case, @value, @fast joined "
+          "by '+')", takes_param=True)
+def _ids(request: AgentRequest):
+    kwargs = dict(request.options)
+    if request.param:
+        for token in request.param.split("+"):
+            if token not in _IDS_OPTIONS:
+                raise ValueError(f"agents: {request.label}: unknown option {token!r} "
+                                 f"(choose from {', '.join(_IDS_OPTIONS)}, joined by '+')")
+            field, value = _IDS_OPTIONS[token]
+            kwargs[field] = value
+    if request.family == "finite" and kwargs.get("info_gain", "variance") != "variance":
+        raise ValueError(f"agents[{request.label}]: on finite classes ids uses the variance information gain")
+    if request.family == "finite":
+        kwargs.pop("gap_estimate", None)
+    ids(**kwargs)  # checks the options now
+    return functools.partial(ids, **kwargs)

@@ -161,7 +161,10 @@ class SweepSpec:
       seeds: seeds per instance and cell.
       seed: master seed.
       instance_seeds: the instances (seeds of ``instance_key``).
-      d, arms, models, sigma: the environment's sizes and noise (None: the builder's default).
+      d: the environment's sizes and noise (None: the builder's default).
+      arms: see ``d``.
+      models: see ``d``.
+      sigma: see ``d``.
       env_options: further options of the environment's builder (sorted pairs).
       record_every: rounds between records (default: horizon / 200).
       chunk_size: seeds per work unit (default: chosen from the layout).

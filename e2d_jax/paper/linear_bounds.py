@@ -51,7 +51,7 @@ class DesignConstant(NamedTuple):
     upper: jax.Array  # () max_b ||phi_b||_{V(mu)^{-1}} at the returned mu
     lower: jax.Array  # () certified lower bound on Omega
     mu: jax.Array  # (K,)
-    status: jax.Array  # () STATUS_* of the solver
+    status: jax.Array  # () Status of the solver
 
 
 def design_constant(span: ObservableSpan, *, maxiter: int = 20_000, rtol: float = 1e-6) -> DesignConstant:

@@ -135,7 +135,7 @@ def exp2_candidates(env: str = "semi-bandit", *, instances: int = 100, seeds: in
 
     The convention factor needs no run of its own: the Gaussian KL is ||M(g - f)||^2 / 2, so
     the paper-text convention is c = 2 for Anytime-E2D and m = 1/2 for E2D (the sensitivity
-    sweeps measure both conventions; ``tests/test_claims.py`` checks the equivalence)."""
+    sweeps measure both conventions; the tests check the equivalence)."""
     if env not in DISTRIBUTIONS:
         raise ValueError(f"env must be one of {DISTRIBUTIONS}, got {env!r}")
     sq = {"divergence": "squared"}
