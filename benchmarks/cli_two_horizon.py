@@ -1,7 +1,7 @@
 """Anytime-E2D throughput through the command line, from two horizons per case.
 
 What: runs ``e2d-jax run --agents anytime-e2d --seeds S`` (S = 1,000 by default) with the
-CLI's defaults at two horizons n1 < n2 per case and reports
+CLI's defaults (but for the divergence, see below) at two horizons n1 < n2 per case and reports
 
     seed-rounds/s = S x (n2 - n1) / (run_seconds(n2) - run_seconds(n1))
 
@@ -34,18 +34,32 @@ a shared machine single runs of identical code were measured up to 1.5x apart, h
 Run:  python benchmarks/cli_two_horizon.py old=PATH/TO/OLD/CHECKOUT new=PATH/TO/THIS/CHECKOUT \\
           [--repeats 2] [--seeds 1000] [--cases exp1,exp2,finite-mab,finite-revealing] [--json OUT]
 
-Typical printout (2-core shared CPU, jax 0.10.2, a check at toy sizes: --seeds 8 --horizons
-20,40 --repeats 1 --cases exp1,finite-mab, 0.2.x checkout against 0.3.0; rates at such sizes
-are dominated by noise)::
+Quick check (two checkouts, toy sizes; the rates at such sizes are noise):
+      python benchmarks/cli_two_horizon.py old=OLD new=. --seeds 8 --horizons 20,40 --repeats 1 \\
+          --cases exp1,finite-mab
 
-    rep 0 old          exp1                   2130 seed-rounds/s  regret@40 7.86 [5.69, 10.03]  run_s 0.2/0.3 compile 8.2 devices 2
+Typical printout (2-core shared x86-64 CPU, three arms over two repeats, 1,000 seeds; arms
+``before`` and ``after`` on their default devices (1 and 2), ``after-1dev`` with
+``--host-devices 1``; from ``results/cpu-2core/cli_four_cases_before_after_devices.log``,
+whose linear cases ran each CLI's default divergence, then ``kl``)::
+
+    rep 0 before       exp1                  128427 seed-rounds/s  regret@2000 79.78 [78.65, 80.91]  run_s 8.9/16.7 compile 5.3 devices 1
+    rep 0 after        exp1                  245388 seed-rounds/s  regret@2000 79.78 [78.65, 80.91]  run_s 4.0/8.0 compile 8.3 devices 2
     ...
     median over repeats (range)
-    old          exp1                     2130 (2130-2130)  regret 7.86 [5.69, 10.03]
+    before       exp1                  124311 (120195-128427)  regret 79.78 [78.65, 80.91]
+    after        exp1                  252689 (245388-259989)  regret 79.78 [78.65, 80.91]
+    after-1dev   exp1                  108560 (98874-118245)  regret 79.78 [78.65, 80.91]
+    before       exp2                   18530 (18065-18995)  regret 59.21 [58.17, 60.24]
+    after        exp2                   22129 (20896-23362)  regret 59.21 [58.17, 60.24]
+    ...
+    before       finite-revealing         847 (833-861)  regret 21.20 [20.84, 21.56]
+    after        finite-revealing        8585 (8158-9011)  regret 21.21 [20.85, 21.57]
+    after-1dev   finite-revealing        5392 (5334-5450)  regret 21.21 [20.85, 21.57]
 
 Results: benchmarks/results/cpu-2core/cli_*.json and benchmarks/results/h200/cli_1000seeds*.json.
 """
-import argparse, json, os, shlex, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shlex, shutil, statistics, subprocess, sys, tempfile, time
 
 LINEAR_AGENT = ["--divergence", "squared"]
 # The console script's own start: ``e2d_jax.cli.entry`` where the checkout has it (it sets the
@@ -115,7 +129,8 @@ def main():
     p.add_argument("--horizons", default=None, help="N1,N2 for every case (default: each case's own pair)")
     p.add_argument("--python", default=None, help="interpreter for every arm (default: ROOT/.venv/bin/python "
                                                   "where it exists, else this one)")
-    p.add_argument("--workdir", default=None, help="where the runs write (default: a temporary directory)")
+    p.add_argument("--workdir", default=None, help="where the runs write and stay (default: a temporary "
+                                                   "directory, removed at the end)")
     p.add_argument("--json", default=None, help="report path (default: cli_two_horizon.json)")
     a = p.parse_args()
     cases = a.cases.split(",")
@@ -153,6 +168,8 @@ def main():
               f"regret {r1['regret']:.2f} [{r1['ci'][0]:.2f}, {r1['ci'][1]:.2f}]")
     with open(out_path, "w") as f:  # with the medians
         json.dump(out, f, indent=1)
+    if a.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

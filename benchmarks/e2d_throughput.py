@@ -2,15 +2,18 @@
 
 What: seed-rounds per second of Anytime-E2D and fixed-horizon E2D with the agents' default
 solver (exact saddle-point form, warm-started, 10 mirror-prox iterations and one certificate
-per round) on the paper's Experiment-1 instance (revealing semi-bandit, d=3, K=10) and
-Experiment-2 instance (d=30, K=10), float32, horizon ``--horizon`` recorded every 100 rounds,
-at 1, 100, 1,000 and 10,000 seeds in one jitted ``vmap``. Compile time apart (AOT); run time
-the median of ``--repeats`` calls.
+per round) and divergence ``--divergence`` (default ``squared``, the agents' default) on the
+paper's Experiment-1 instance (revealing semi-bandit, d=3, K=10) and Experiment-2 instance
+(d=30, K=10), float32, horizon ``--horizon`` recorded every 100 rounds, at 1, 100, 1,000 and
+10,000 seeds in one jitted ``vmap`` (``make_batched_rollout``, what ``simulate`` compiles).
+Compile time apart (AOT); run time the median of ``--repeats`` calls. ``--agents
+anytime-e2d-paper`` runs Anytime-E2D with the paper's solver (``dec.linear.PAPER_SOLVER``:
+100 Frank-Wolfe steps x 50 lambdas).
 
 Breakdown (``--breakdown``, ``--breakdown-only``): where one Anytime-E2D seed-round goes, on
-one device, ``simulate.lanes_for(device)`` seeds per call (64 on a CPU): each part of a round
-timed alone in a jitted loop on a batch of states taken from play (after 100 rounds for the
-linear shapes, 300 for the finite classes), with XLA's FLOP count and the fraction of the
+one device, ``sim.simulate.lanes_for(device)`` seeds per call (64 on a CPU): each part of a
+round timed alone in a jitted loop on a batch of states taken from play (after 100 rounds for
+the linear shapes, 300 for the finite classes), with XLA's FLOP count and the fraction of the
 machine's float32 matrix-multiply rate (measured in the same run, ``matmul_rate``) that those
 FLOPs in that time make; the round total is the rollout's, from the difference of two
 horizons (rounds 200-400), and 'rest' is the total minus the parts (negative where the parts
@@ -24,15 +27,46 @@ alone, each with its own launches, cost more than inside the round).
   longest search); reading and writing back the per-model memory; sampling; environment.
 ``--shapes ""`` leaves the linear shapes out.
 
-Run:  python benchmarks/e2d_throughput.py [--horizon 2000] [--seeds 1,100,1000,10000]
-      [--breakdown] [--json out.json]
+Comparability: the stored throughput tables (``results/h200/e2d_throughput.json``,
+``results/h200/e2d_paper_solver.json``) ran the linear agents with the divergence ``kl``
+(the default of versions up to 0.2): pass ``--divergence kl`` to compare with them. The
+stored breakdowns (``results/*/e2d_breakdown*``) used ``squared``, the default here.
 
-Sharded over the cores (what ``e2d-jax run`` does by default on 2 cores): prefix the command with
+Run:  python benchmarks/e2d_throughput.py [--horizon 2000] [--seeds 1,100,1000,10000]
+      [--agents anytime-e2d,e2d] [--divergence squared|kl] [--breakdown] [--json out.json]
+  quick check:  python benchmarks/e2d_throughput.py --seeds 1,4 --horizon 20 --repeats 1
+                python benchmarks/e2d_throughput.py --breakdown-only --breakdown-batch 4 \\
+                    --shapes exp1 --finite finite-mab
+
+Sharded over the cores: prefix the command with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=2``; every batch of an even number of
 seeds is then split over two XLA CPU devices (the device list is printed first).
 
-Typical printout: README.md 'Speed' and benchmarks/results/e2d_breakdown_cpu2.log (2-core
-x86-64 CPU, jax 0.10.2); on an NVIDIA H200 benchmarks/results/h200/e2d_breakdown*.json.
+Typical printout (2-core shared x86-64 CPU, jax 0.10.2, ``--breakdown-only``; the whole run
+is ``results/cpu-2core/e2d_breakdown.log``; on an NVIDIA H200 ``results/h200/e2d_breakdown*.json``
+and ``results/h200/suite_throughput_baselines_cli.log``)::
+
+    breakdown: 64 seeds in one call on one device; float32 matmul rate 175.9 GFLOP/s
+      Anytime-E2D, exp1 shape (d=3, K=10)
+        part                                                               us/seed-round FLOP/seed-round of matmul rate
+        estimator update (ridge)                                                   0.188             796       2.41e-02
+        solver iterations (10.0 mirror-prox steps)                                 4.483          33,790       4.29e-02
+        certificate (1.0 checks x 3 evaluations)                                   1.766          12,276       3.95e-02
+        solver set-up and loop control                                             1.558               0            nan
+        sampling                                                                   0.013             584       2.56e-01
+        environment                                                                0.614             959       8.88e-03
+        rest (round total - parts; < 0: parts alone cost more)                     0.078               0            nan
+        round total (rollout)                                                      8.700          48,404       3.16e-02
+    ...
+
+and the throughput table (one NVIDIA H200, jax 0.11.2, ``--shapes exp1,exp2 --agents anytime-e2d
+--seeds 2048,32768 --horizon 200``, divergence ``kl``; ``results/h200/e2d_throughput.json``)::
+
+    shape  agent         seeds compile_s     run_s  seed_rounds/s
+    exp1   anytime-e2d    2048      3.43     0.170      2,403,887
+    exp1   anytime-e2d   32768      4.66     0.247     26,488,008
+    exp2   anytime-e2d    2048     12.03     0.202      2,031,214
+    exp2   anytime-e2d   32768     12.67     1.509      4,344,288
 """
 from __future__ import annotations
 
@@ -178,7 +212,7 @@ def _row(name, seconds, flops, rate, batch, per_round=1.0):
     return dict(part=name, us=us, flops=fl, fraction_of_matmul_rate=fl / (us * 1e-6) / rate if us > 0 and fl > 0 else float("nan"))
 
 
-def breakdown_linear(shape, rate, batch):
+def breakdown_linear(shape, rate, batch, divergence="squared"):
     """Anytime-E2D (the agents' default solver) on the shape's instance: parts of a round."""
     from e2d_jax.agents.e2d_linear import AGENT_SOLVER
     from e2d_jax.estimators import ridge
@@ -187,7 +221,7 @@ def breakdown_linear(shape, rate, batch):
     env = linear.ENVIRONMENT
     params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
     model = env.model(params)
-    agent = anytime_e2d(divergence="squared")
+    agent = anytime_e2d(divergence=divergence)
     states = _states_after(env, params, agent, 100, batch)
     span = model.span
     f_r = states.ridge.f_hat @ span.basis
@@ -342,6 +376,8 @@ def main():
     ap.add_argument("--shapes", default="exp1,exp2", help="linear shapes (empty: none)")
     ap.add_argument("--agents", default="anytime-e2d,e2d",
                     help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas)")
+    ap.add_argument("--divergence", default="squared", choices=["squared", "kl"],
+                    help="the linear E2D agents' divergence (default squared, the agents' default)")
     ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
     ap.add_argument("--breakdown-only", action="store_true", help="skip the throughput table")
     ap.add_argument("--breakdown-batch", type=int, default=None, help="seeds per call (default: simulate.lanes_for(device): CPU_LANES or ACCELERATOR_LANES)")
@@ -356,15 +392,21 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
 
+    import e2d_jax
+
     report = {"device": str(jax.devices()), "platform": platform.platform(), "jax": jax.__version__,
-              "horizon": args.horizon, "rows": [], "breakdown": {}}
-    print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}  horizon {args.horizon}")
+              "e2d_jax": e2d_jax.__version__, "horizon": args.horizon, "divergence": args.divergence, "rows": [],
+              "breakdown": {}}
+    print(f"device {jax.devices()}  {platform.platform()}  jax {jax.__version__}  e2d_jax {e2d_jax.__version__}  "
+          f"horizon {args.horizon}  divergence {args.divergence}")
     print(f"{'shape':6s} {'agent':12s} {'seeds':>6s} {'compile_s':>9s} {'run_s':>9s} {'seed_rounds/s':>14s}")
     for shape in ([] if args.breakdown_only else shapes):
         d, k = SHAPES[shape]
         params = linear.semi_bandit(jax.random.key(0), d, k, dtype=jnp.float32)
-        agents = {"anytime-e2d": lambda: anytime_e2d(), "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon),
-                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_SOLVER)}
+        div = args.divergence
+        agents = {"anytime-e2d": lambda: anytime_e2d(divergence=div),
+                  "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon, divergence=div),
+                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_SOLVER, divergence=div)}
         for name in args.agents.split(","):
             agent = agents[name]()
             for s in (int(x) for x in args.seeds.split(",")):
@@ -382,7 +424,7 @@ def main():
         batch = args.breakdown_batch or lanes_for(jax.devices()[0])
         print(f"breakdown: {batch} seeds in one call on one device; float32 matmul rate {rate / 1e9:.1f} GFLOP/s")
         for shape in shapes:
-            rows = breakdown_linear(shape, rate, batch)
+            rows = breakdown_linear(shape, rate, batch, args.divergence)
             report["breakdown"][f"anytime-e2d {shape}"] = rows
             dump()
             print_breakdown(f"Anytime-E2D, {shape} shape (d={SHAPES[shape][0]}, K={SHAPES[shape][1]})", rows)

@@ -17,8 +17,10 @@ fraction of games whose certificate met the tolerance, and for the games the med
 relative difference of the certified value to linprog's (first 200 games of the batch).
 
 Run:  python benchmarks/finite_throughput.py [--k 5] [--m 30] [--repeats 5] [--json out.json]
+  quick check:  python benchmarks/finite_throughput.py --batches 1,4 --acdec-batches 1,4 --repeats 1 \\
+                    --linprog-games 4
 
-Typical printout (2-core AMD EPYC x86-64 CPU, jax 0.10.2, K=5, M=30, medians of 5 calls):
+Typical printout (2-core shared AMD EPYC x86-64 CPU, jax 0.10.2, K=5, M=30, medians of 5 calls):
 
     solver                                    batch compile_s     run_s  per_second    ok  med_err  max_err
     scipy linprog (HiGHS), one at a time          1      0.00    0.0012         830  1.00  0.0e+00  0.0e+00

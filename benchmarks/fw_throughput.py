@@ -20,10 +20,40 @@ and lambda log-uniform in [0.1, 10], float32 for JAX:
 Compile time is measured apart (ahead-of-time ``lower().compile()``); every time is the
 median over ``--repeats`` runs.
 
-Run:  python benchmarks/fw_throughput.py [--quick] [--shapes exp1,exp2] [--batches 1,100] [--json out.json]
+The cvxpy references are the tests' (``tests/helpers/reference.py``; cvxpy and Clarabel must
+be installed).
 
-Typical printout: see the closing note of the linear-DEC issue and README.md (2-core x86-64
-CPU, jax 0.10.2).
+Run:  python benchmarks/fw_throughput.py [--quick] [--shapes exp1,exp2] [--batches 1,100] [--json out.json]
+  quick check:  python benchmarks/fw_throughput.py --shapes exp1 --batches 1,4 --reference-problems 2 \\
+                    --repeats 1
+
+Typical printout (2-core shared x86-64 CPU, jax 0.10.2, e2d_jax 0.3.0, the quick check above;
+at batches of 1 and 4 the batched rates are far below their large-batch values)::
+
+    == exp1: d=3, K=10 ==
+    solver                        batch compile_s     run_s    solves/s
+    offset/fw-100                     1      2.76    0.0005       1,881
+    offset/fw-100                     4      2.95    0.0005       7,608
+    offset/saddle                     1      3.80    0.0008       1,234
+    offset/saddle                     4      4.80    0.0078         514
+    acdec/saddle (default)            1      5.28    0.0014         720
+    acdec/saddle (default)            4      6.34    0.0031       1,284
+    acdec/fw-grid paper budget        1      4.55    0.0018         556
+    acdec/fw-grid paper budget        4      5.10    0.0148         271
+    acdec/fw-grid default             1     10.85    0.0175          57
+    acdec/fw-grid default             4      7.01    0.1051          38
+
+    one at a time                        s/solve  solves/s  ratios (best batched JAX / this)
+    offset cvxpy (Clarabel SOCP)          0.9276       1.1  offset/fw-100: 7,057x, offset/saddle: 1,144x
+    offset NumPy FW-100                   0.0120      83.1  offset/fw-100: 92x, offset/saddle: 15x
+    acdec cvxpy grid+refine               0.7914       1.3  acdec/saddle (default): 1,016x, ...
+    acdec NumPy FW-100 x 50 lambdas       0.6368       1.6  acdec/saddle (default): 818x, ...
+
+    accuracy (relative excess)        median       p90       max
+    NumPy FW-100 x 50 lambdas       2.10e-02  3.73e-02  4.14e-02
+    acdec/saddle (default)          4.03e-06  7.31e-06  8.14e-06
+    acdec/fw-grid paper budget      8.47e-03  1.49e-02  1.66e-02
+    acdec/fw-grid default           3.29e-03  5.89e-03  6.54e-03
 """
 from __future__ import annotations
 

@@ -2,21 +2,47 @@
 # The GPU benchmark suite: the CPU benchmarks' measurements on one accelerator, in one short
 # call (each step has its own time limit, so a slow or failing step spoils none of the others).
 #
+# Steps (STEPS=a,b runs only those; default: all):
+#   info              the accelerator (nvidia-smi), jax and Python versions
+#   cli_four          cli_two_horizon.py: Anytime-E2D through the CLI, four cases, two horizons each
+#   breakdown_finite  e2d_throughput.py --breakdown-only on the finite classes
+#   e2d_throughput    e2d_throughput.py: Anytime-E2D on the Exp. 1 and Exp. 2 shapes
+#   breakdown         e2d_throughput.py --breakdown-only on all shapes
+#   baselines         simulate_throughput.py: UCB and TS
+#   cli_linear        e2d-jax run on semi-bandit (Anytime-E2D, UCB, TS); its summary.json kept
+#   cli_finite        e2d-jax run on finite-mab (Anytime-E2D); its summary.json kept
+#   paper_solver      e2d_throughput.py with the paper's solver as the agent's
+#   compile_time      compile_time.py: compile time and program size of the four cases, 64 lanes
+#
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
-#     OUT=results/gpu bash benchmarks/gpu_suite.sh
-# SMALL=1 runs every step at toy sizes (to check the script on a CPU).
-# STEPS=a,b runs only the named steps (default: all), e.g. STEPS=info,cli_four,breakdown_finite.
-# Writes OUT/*.json (the benchmarks' own reports) and OUT/suite.log; README 'Speed' quotes them.
+#     OUT=benchmarks/results/h200 bash benchmarks/gpu_suite.sh
+# SMALL=1 runs every step at toy sizes (to check the script on a CPU); PY=... picks the
+# interpreter. Writes OUT/*.json (the benchmarks' own reports) and OUT/suite.log; name OUT after
+# the hardware and list the files in OUT/README.md.
+#
+# Typical printout (one NVIDIA H200, jax 0.11.2; benchmarks/results/h200/suite_*.log):
+#     === info (limit 15s) 02:39:11
+#     name, memory.total [MiB], driver_version
+#     NVIDIA H200, 143771 MiB, 580.159.04
+#     jax 0.11.2 python 3.12.3 [CudaDevice(id=0)]
+#     === info: exit 0 after 3 s
+#     === e2d_throughput (limit 170s) 02:39:14
+#     ...
+#     exp1   anytime-e2d   32768      4.66     0.247     26,488,008
+#     ...
 set -u
 OUT=${OUT:-benchmarks/results/gpu}
-mkdir -p "$OUT" /tmp/e2d_gpu_runs
+RUNS=${TMPDIR:-/tmp}/e2d_gpu_runs
+mkdir -p "$OUT" "$RUNS"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
-    S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16; ISSUE_SEEDS=64
+    S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
+    TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
-    S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048; ISSUE_SEEDS=1000
+    S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
+    TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -29,9 +55,9 @@ step() {  # step SECONDS NAME COMMAND...
 {
 step 15 info bash -c 'nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>/dev/null;
     '"$PY"' -c "import jax, jaxlib, platform; print(\"jax\", jax.__version__, \"python\", platform.python_version(), jax.devices())"'
-# The speed issue's measure: Anytime-E2D through the CLI at 1,000 seeds, two horizons per case.
-step 240 cli_four "$PY" benchmarks/cli_two_horizon.py "gpu=$PWD" --repeats 1 --seeds "$ISSUE_SEEDS" \
-    --json "$OUT/cli_1000seeds.json"
+# Anytime-E2D through the CLI at 1,000 seeds, two horizons per case (the CLI's own device choice).
+step 240 cli_four "$PY" benchmarks/cli_two_horizon.py "gpu=$PWD" --python "$PY" --repeats 1 --seeds "$TWO_SEEDS" \
+    ${TWO_HORIZONS:+--horizons $TWO_HORIZONS} --workdir "$RUNS/cli_two_horizon" --json "$OUT/cli_1000seeds.json"
 step 260 breakdown_finite "$PY" benchmarks/e2d_throughput.py --breakdown-only --shapes "" ${BB:+--breakdown-batch $BB} \
     --json "$OUT/e2d_breakdown_finite.json"
 step 170 e2d_throughput "$PY" benchmarks/e2d_throughput.py --shapes exp1,exp2 --agents anytime-e2d \
@@ -41,11 +67,13 @@ step 150 breakdown "$PY" benchmarks/e2d_throughput.py --breakdown-only ${BB:+--b
 step 35 baselines "$PY" benchmarks/simulate_throughput.py --seeds "$S_SIM" --horizon "$H" --repeats "$REP" \
     --json "$OUT/simulate_throughput.json"
 step 70 cli_linear "$PY" -m e2d_jax.cli run --env semi-bandit --agents anytime-e2d,ucb,ts --seeds "$CLI_SEEDS" \
-    --horizon "$H_CLI" --out /tmp/e2d_gpu_runs/linear --overwrite --quiet
+    --horizon "$H_CLI" --out "$RUNS/linear" --overwrite --quiet
 step 60 cli_finite "$PY" -m e2d_jax.cli run --env finite-mab --agents anytime-e2d --seeds "$FIN_SEEDS" \
-    --horizon "$H_FIN" --out /tmp/e2d_gpu_runs/finite --overwrite --quiet
-cp /tmp/e2d_gpu_runs/linear/summary.json "$OUT/cli_linear_summary.json" 2>/dev/null
-cp /tmp/e2d_gpu_runs/finite/summary.json "$OUT/cli_finite_summary.json" 2>/dev/null
+    --horizon "$H_FIN" --out "$RUNS/finite" --overwrite --quiet
+cp "$RUNS/linear/summary.json" "$OUT/cli_linear_summary.json" 2>/dev/null
+cp "$RUNS/finite/summary.json" "$OUT/cli_finite_summary.json" 2>/dev/null
 step 40 paper_solver "$PY" benchmarks/e2d_throughput.py --shapes exp1 --agents anytime-e2d-paper \
     --seeds "${S_E2D%%,*}" --horizon "$H" --repeats "$REP" --json "$OUT/e2d_paper_solver.json"
+step 200 compile_time "$PY" benchmarks/compile_time.py --python "$PY" --repeats 1 --horizon "$CT_HORIZON" \
+    --record-every "$CT_EVERY" --json "$OUT/compile_time.json"
 } 2>&1 | tee "$OUT/suite.log"

@@ -16,9 +16,19 @@ Each is timed end to end (compile included, since that is what a user waits for)
 the vmapped call, also with compile apart; median of ``--repeats`` (the in-memory compile
 cache is cleared between repeats).
 
-Run:  python benchmarks/grid_vs_loop.py [--values 10 --instances 20 --seeds 50 --horizon 200]
+Run:  python benchmarks/grid_vs_loop.py [--values 10 --instances 20 --seeds 50 --horizon 200] [--repeats 2]
 
-Typical printout (2-core x86-64 CPU, jax 0.10.2): see README 'Speed'.
+Typical printout (2-core shared x86-64 CPU, jax 0.10.2, e2d_jax 0.3.0, a quick check: ``--values 2
+--instances 2 --seeds 3 --horizon 20 --repeats 1``; at this size the compiles are all of the
+time, so the loop over one shape and the grid cost about the same, and the naive loop pays one
+compile per value)::
+
+    # x86_64, 1 device(s), jax 0.10.2; 2 values x 2 instances x 3 seeds x 20 rounds
+    vmapped        total    10.1 s (compile  10.0 s)          24 seed-rounds/s end to end
+    loop, cached   total     7.1 s (compile   7.0 s)          34 seed-rounds/s end to end
+    loop, naive    total    13.3 s (compile  13.2 s)          18 seed-rounds/s end to end
+    max relative difference of final regrets, loop, cached vs vmapped: 0.0e+00
+    max relative difference of final regrets, loop, naive vs vmapped: 0.0e+00
 """
 from __future__ import annotations
 

@@ -1,22 +1,38 @@
-"""Non-finite decisions over many seed-rounds, every agent, float32 (issue: no run ends in NaN).
+"""Non-finite decisions over many seed-rounds, every agent, float32.
 
 What: for each agent and each instance family (random and degenerate), runs seeds x horizon
-seed-rounds in float32 through ``e2d_jax.simulate`` and counts the rounds whose decision was
-non-finite (``RolloutResult.invalid_rounds``; such a round keeps the previous sampling
-distribution and makes its seed invalid) and the seeds whose regret is not finite.
+seed-rounds in float32 through ``e2d_jax.simulate`` (4 instances vmapped, the default seeds
+per call) and counts the rounds whose decision was non-finite (status ``NONFINITE`` in
+``RolloutResult.solver.status_counts``; such a round keeps the previous sampling
+distribution and makes its seed invalid), the seeds with an invalid round
+(``RolloutResult.invalid_rounds`` > 0: non-finite or out-of-range actions) and the seeds
+whose regret is not finite.
 
-Families (all through the registry's builders, instance seeds 0..I-1):
+Families (all through the registry's builders, instance seeds 0..3):
   linear:  semi-bandit d=3 K=10 (Exp. 1 shape), semi-bandit d=30 K=10 (Exp. 2 shape),
            semi-bandit-authors d=30 K=10 (unnormalised features), mab K=10;
   degenerate: semi-bandit d=3 K=2, linear-bandit d=8 K=4 (d > K);
   finite:  finite-mab, finite-revealing (their agents are ~100x slower: fewer seed-rounds).
+Linear agents: Anytime-E2D with divergence squared and kl, E2D (squared), UCB, TS; finite:
+Anytime-E2D, E2D, TS on the class (ts-finite), UCB, TS.
 
 Run:  python benchmarks/nonfinite_count.py [--seed-rounds 10000000] [--finite-seed-rounds 200000]
-                                           [--finite-horizon 300] [--only linear|finite] [--families LABEL,...]
-                                           [--agents NAME,...]
-                                           [--json out.json]
+          [--finite-horizon 300] [--linear-horizon N] [--only linear|finite] [--families LABEL,...]
+          [--agents NAME,...] [--json out.json]
+  quick check:  python benchmarks/nonfinite_count.py --seed-rounds 400 --linear-horizon 50 \\
+                    --finite-seed-rounds 400 --finite-horizon 20 --families semi-bandit-d3-K10,finite-mab-K5
 
 Prints one line per (family, agent): seed-rounds run, non-finite rounds, invalid seeds.
+Typical printout (2-core shared x86-64 CPU, ``--only finite --agents ts-finite,ucb,ts
+--finite-seed-rounds 10000000``; ``results/cpu-2core/nonfinite_finite_baselines.log``)::
+
+    finite-mab           d=None K=5 ts-finite    {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (87 s)
+    finite-mab           d=None K=5 ucb          {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (166 s)
+    finite-mab           d=None K=5 ts           {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (67 s)
+    finite-revealing     d=None K=10 ts-finite    {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (541 s)
+    finite-revealing     d=None K=10 ucb          {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (315 s)
+    finite-revealing     d=None K=10 ts           {}                             10,000,800 seed-rounds  non-finite rounds 0  invalid seeds 0  (197 s)
+    total: 60,004,800 seed-rounds, 0 non-finite rounds (x86_64)
 """
 from __future__ import annotations
 
@@ -105,10 +121,18 @@ def main():
         rows += run(*t)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"rows": rows, "machine": platform.platform()}, f, indent=1)
+                json.dump({"rows": rows, "machine": platform.platform(), "versions": _versions()}, f, indent=1)
     total = sum(r["nonfinite_rounds"] for r in rows)
     print(f"total: {sum(r['seed_rounds'] for r in rows):,d} seed-rounds, {total} non-finite rounds "
           f"({platform.processor() or platform.machine()})")
+
+
+def _versions() -> dict:
+    import jax
+
+    import e2d_jax
+
+    return {"e2d_jax": e2d_jax.__version__, "jax": jax.__version__, "python": platform.python_version()}
 
 
 def family_label(env_name, d, arms) -> str:

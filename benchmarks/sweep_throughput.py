@@ -21,10 +21,24 @@ machine is shared and noisy).
 
 Run:  python benchmarks/sweep_throughput.py [--agents ucb,ts,anytime-e2d,e2d] [--seeds 1,100,1000,10000]
       [--horizon 200] [--record-every 10] [--devices 1,2] [--executors local,ray] [--json out.json]
+  quick check:  python benchmarks/sweep_throughput.py --agents ucb,anytime-e2d --seeds 4 --horizon 20 \\
+                    --devices 1,2 --executors local
 
-The issue's memory check (100,000 seeds of Exp. 1, n=2000, recorded every 10 rounds, UCB and
+A memory check at scale (100,000 seeds of Exp. 1, n=2000, recorded every 10 rounds, UCB and
 TS):  python benchmarks/sweep_throughput.py --agents ucb,ts --seeds 100000 --horizon 2000 \\
           --record-every 10 --devices 1 --executors local,ray
+
+Typical printout (2-core shared x86-64 CPU, jax 0.10.2, e2d_jax 0.3.0, ``--agents
+ucb,anytime-e2d,e2d --seeds 4 --horizon 20 --devices 1,2 --executors local``; at 4 seeds the
+compile is most of the time, so the second device does not pay)::
+
+    agent          seeds dev executor  seed-rounds/s end-to-end s compile s  peak MiB workers MiB
+    ucb                4   1 local            16,890         11.8       5.9       521           0
+    ucb                4   2 local            10,723          8.6       5.1       526           0
+    anytime-e2d        4   1 local             3,611         18.4      13.9       644           0
+    anytime-e2d        4   2 local             3,312         18.5      13.9       658           0
+    e2d                4   1 local             3,346         20.1      14.4       621           0
+    e2d                4   2 local             3,030         19.6      14.2       630           0
 """
 from __future__ import annotations
 
@@ -103,6 +117,14 @@ def main():
         print("RESULT " + json.dumps(_worker(json.loads(args.worker))), flush=True)
         return
     report = {"platform": platform.platform(), "python": platform.python_version(), "rows": []}
+    try:
+        import jax
+
+        import e2d_jax
+
+        report.update(jax=jax.__version__, e2d_jax=e2d_jax.__version__)
+    except ImportError:
+        pass
     print(f"{'agent':12s} {'seeds':>7s} {'dev':>3s} {'executor':8s} {'seed-rounds/s':>14s} {'end-to-end s':>12s} "
           f"{'compile s':>9s} {'peak MiB':>9s} {'workers MiB':>11s}", flush=True)
     for agent in args.agents.split(","):

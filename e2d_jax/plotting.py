@@ -25,7 +25,7 @@ DPI = 200
 #: Fixed colours of the library's agents; other agents get a colour from their name's hash.
 _COLOURS = {
     "anytime-e2d": "#1f77b4", "e2d": "#ff7f0e", "ucb": "#7f7f7f", "ts": "#8c564b", "ts-finite": "#bcbd22",
-    "ids": "#2ca02c", "ids-directed": "#98df8a", "ids-worst-case": "#2ca02c",
+    "ids": "#2ca02c", "ids-worst-case": "#98df8a",
 }
 _E2D_TUNINGS = ["#ff7f0e", "#d62728", "#9467bd", "#e377c2", "#ffbb78", "#c49c94"]
 _OTHERS = ["#17becf", "#9edae5", "#aec7e8", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#393b79", "#637939", "#8c6d31",
@@ -43,9 +43,6 @@ def agent_colour(label: str) -> str:
         n = int(digits) if digits else 0
         order = {200: 1, 500: 2, 1000: 3, 2000: 4}.get(n, 5)
         return _E2D_TUNINGS[order] if not base.endswith("-kl") else _E2D_TUNINGS[0]
-    for key in _COLOURS:
-        if base.startswith(key + "-"):
-            return _COLOURS[key]
     digest = int(hashlib.sha256(base.encode()).hexdigest(), 16)
     return _OTHERS[digest % len(_OTHERS)]
 

@@ -50,7 +50,7 @@ from e2d_jax.experiments.figures import draw as draw_figures
 from e2d_jax.experiments.runner import collect_stored, run_sweep
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepError, SweepSpec, load_toml
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted
-from e2d_jax.paper import linear_bounds, presets
+from e2d_jax.paper import linear_bounds, presets, zoo
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
 from e2d_jax.sim.simulate import enable_compilation_cache
@@ -91,8 +91,8 @@ def to_flags(message: str, command: str = "run") -> str:
     for name in sorted(names, key=len, reverse=True):
         flag = FLAGS[name]
         message = re.sub(rf"\b{name}=True\b", flag, message)
-        message = re.sub(rf"(^|; |\(|, )({name})(?=(\[|:| must| I/N| takes| applies| is | has |,|\)))", rf"\1{flag}",
-                         message)
+        message = re.sub(rf"(^|; |\(|, |and )({name})(?=(\[|:| must| I/N| takes| applies| is | has | and | do |,|\)))",
+                         rf"\1{flag}", message)
         message = re.sub(rf"\b(another|option|options?) {name}\b", rf"\1 {flag}", message)
     return message
 
@@ -248,20 +248,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="the paper's experiments (Appendix E), Figure 1 and the claims",
                          formatter_class=_Formatter)
-    rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates", "linear-bounds"],
+    rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates", "linear-bounds", "zoo"],
                      help="exp1, exp2 or all (Figure 1); sensitivity: final regret against each algorithm's "
                           "hyperparameter on both shapes over random instances; candidates: what decides "
                           "Experiment 2, on the paper's and the authors' instance distributions; linear-bounds: "
-                          "Table 1's linear row and the linear bounds of Section 3.3 against certified DEC values")
+                          "Table 1's linear row and the linear bounds of Section 3.3 against certified DEC values; "
+                          "zoo: Anytime-E2D, E2D, IDS, UCB and TS on the instances the paper argues from and on "
+                          "partial-monitoring games")
     rep.add_argument("--seeds", type=_positive_int("--seeds"), default=None,
                      help="seeds per instance (default 100, as in the paper; sensitivity: 500 on exp1, 200 on "
-                          "exp2; candidates: 20)")
+                          "exp2; candidates: 20; zoo: 200)")
     rep.add_argument("--conventions", choices=list(CONVENTIONS), default="implementation",
                      help="information without the 1/2 of the Gaussian KL, as in the authors' code and the "
                           "library's default, or with it, as in the paper's text")
     rep.add_argument("--instances", type=_positive_int("--instances"), default=None,
                      help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
-                          "sensitivity: 20; candidates: 100; linear-bounds: 100)")
+                          "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family)")
     rep.add_argument("--solver", choices=["saddle", "paper"], default=None,
                      help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
     _common(rep, out_required=False)
@@ -363,6 +365,10 @@ def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
 
 
 def _reproduce_specs(args) -> list:
+    if args.experiment == "zoo":
+        if args.conventions != "implementation" or args.solver is not None:
+            raise ValueError("conventions and solver do not apply to reproduce zoo (every agent at its defaults)")
+        return zoo.specs(instances=args.instances or zoo.INSTANCES, seeds=args.seeds or zoo.SEEDS)
     if args.experiment in ("sensitivity", "candidates"):
         if args.conventions != "implementation" or args.solver is not None:
             raise ValueError(f"conventions and solver do not apply to reproduce {args.experiment} (the sweep "
@@ -450,6 +456,8 @@ def _dispatch(args) -> int:
             _figure1(base, args.conventions)
         if args.experiment == "sensitivity" and complete:
             _sensitivity_figure(base)
+        if args.experiment == "zoo" and complete:
+            print(f"wrote {zoo.write_report(base)}")
         print(f"reproduce {args.experiment}: {time.perf_counter() - t0:.0f} s wall")
         return status
     return _plot(Path(args.dir), args.hparam)

@@ -402,17 +402,16 @@ def linear_side_observation(
     dtype = jnp.dtype(dtype)
     for name, arr in (("features", features), ("obs_matrices", obs_matrices), ("theta", theta)):
         V.check_finite(name, arr)
-    obs = jnp.asarray(obs_matrices, dtype)
-    if obs_mask is None:
-        mask = jnp.any(obs != 0, axis=-1)
-    else:
+    concrete = all(V.is_concrete(x) for x in (features, obs_matrices, theta, obs_mask))
+    if obs_mask is not None:
         V.check_shape("obs_mask", obs_mask, obs_shape[:2])
-        mask = jnp.asarray(obs_mask, bool)
-        obs = jnp.where(mask[..., None], obs, 0.0)
-    concrete = all(V.is_concrete(x) for x in (features, obs_matrices, theta))
     if concrete:
+        # Concrete arrays (also inside a trace, e.g. a builder of fixed arrays under vmap over
+        # keys): the checks and the rank in NumPy, in float64.
+        obs_np = np.asarray(obs_matrices, np.float64)
+        mask_np = np.any(obs_np != 0, axis=-1) if obs_mask is None else np.asarray(obs_mask, bool)
+        obs_np = np.where(mask_np[..., None], obs_np, 0.0)
         feats_np = np.asarray(features, np.float64)
-        obs_np = np.asarray(obs, np.float64)
         grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
         # Reward observed: phi phi^T <= G, i.e. phi in range(G) with phi^T G^+ phi <= 1.
         for k in range(num_actions):
@@ -423,10 +422,19 @@ def linear_side_observation(
                 raise ValueError(
                     f"obs_matrices[{k}] does not observe the reward of action {k}: the paper requires "
                     "phi_pi phi_pi^T <= M_pi^T M_pi (Example 'Linear Bandits with Side-Observations')")
-    if rank is None:
-        rank = (_linalg.numerical_rank(np.einsum("kmi,kmj->ij", np.asarray(obs), np.asarray(obs)))
-                if concrete else min(d, obs_shape[0] * obs_shape[1]))
+        if rank is None:
+            rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
+        obs, mask = jnp.asarray(obs_np, dtype), jnp.asarray(mask_np)
     else:
+        obs = jnp.asarray(obs_matrices, dtype)
+        if obs_mask is None:
+            mask = jnp.any(obs != 0, axis=-1)
+        else:
+            mask = jnp.asarray(obs_mask, bool)
+            obs = jnp.where(mask[..., None], obs, 0.0)
+        if rank is None:
+            rank = min(d, obs_shape[0] * obs_shape[1])
+    if rank is not None:
         V.check_int("rank", rank, minimum=1)
     theta = jnp.asarray(theta, dtype)
     if radius is None:

@@ -27,10 +27,10 @@ true model is one of them, drawn from the key):
 * :func:`label_efficient` - predict 0, predict 1 (reward 1 if right, observe nothing) or query
   (reward 0, observe the outcome). Globally but not locally observable: minimax regret
   Theta(n^(2/3)).
-* :func:`dynamic_pricing` - post one of K prices; a buyer with a random valuation buys when
-  it is at least the price (reward: the price if sold); the seller observes whether it sold.
-  Globally but not locally observable for three or more prices: minimax regret
-  Theta(n^(2/3)).
+* :func:`dynamic_pricing` - post one of K prices; a buyer with a random valuation v buys when
+  v is at least the price p; the loss is the buyer's surplus v - p left on the table when
+  it buys, and a constant c when it does not; the seller observes only whether it sold.
+  Globally but not locally observable: minimax regret Theta(n^(2/3)).
 
 (The classification and the rates: Bartok, Foster, Pal, Rakhlin and Szepesvari, "Partial
 monitoring - classification, regret bounds, and algorithms", 2014; Lattimore and Szepesvari,
@@ -204,13 +204,15 @@ def label_efficient(key, *, models: int = 19, dtype=None) -> FiniteEnvParams:
     return _game(key, rewards, probs, mask, dtype)
 
 
-def dynamic_pricing(key, *, prices: int = 4, levels: int = 4, smoothing: float = 0.1, dtype=None) -> FiniteEnvParams:
-    """Dynamic pricing: K = ``prices`` prices 1/K, 2/K, ..., 1; a buyer's valuation takes one of
-    the K + 1 values 0, 1/K, ..., 1 with a distribution from a grid (every distribution whose
-    probabilities are multiples of 1 / ``levels``, mixed with ``smoothing`` of the uniform so
-    that no sale probability is 0 or 1). The seller's reward is the price if the buyer buys
-    (valuation >= price), and it observes whether the buyer bought. Globally but not locally
-    observable for three or more prices: minimax regret Theta(n^(2/3))."""
+def dynamic_pricing(key, *, prices: int = 4, levels: int = 4, smoothing: float = 0.1, no_sale: float = 1.0,
+                    dtype=None) -> FiniteEnvParams:
+    """Dynamic pricing: K = ``prices`` prices 1/K, 2/K, ..., 1; a buyer's valuation v takes one
+    of the K + 1 values 0, 1/K, ..., 1 with a distribution from a grid (every distribution
+    whose probabilities are multiples of 1 / ``levels``, mixed with ``smoothing`` of the
+    uniform so that no sale probability is 0 or 1). The loss of price p is v - p when the
+    buyer buys (v >= p) and ``no_sale`` (c) when not; the reward is minus the loss. The seller
+    observes whether the buyer bought. Globally but not locally observable: minimax regret
+    Theta(n^(2/3))."""
     k = V.check_int("prices", prices, minimum=2)
     levels = V.check_int("levels", levels, minimum=1)
     if not 0 < float(smoothing) < 1:
@@ -219,5 +221,7 @@ def dynamic_pricing(key, *, prices: int = 4, levels: int = 4, smoothing: float =
     compositions = [c for c in itertools.product(range(levels + 1), repeat=k + 1) if sum(c) == levels]
     dist = (1 - smoothing) * np.asarray(compositions, np.float64) / levels + smoothing / (k + 1)  # P(v = j / K)
     sell = np.cumsum(dist[:, ::-1], axis=1)[:, ::-1][:, 1:]  # P(v >= price_i), i = 1..K
-    rewards = price[None, :] * sell
+    values = np.arange(0, k + 1) / k
+    loss = np.where(values[None, :] >= price[:, None] - 1e-12, values[None, :] - price[:, None], no_sale)  # (K, K+1)
+    rewards = -dist @ loss.T
     return _game(key, rewards, sell[:, :, None], np.ones((k, 1), bool), dtype)

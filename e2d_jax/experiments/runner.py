@@ -178,8 +178,8 @@ def run_sweep(spec: SweepSpec, out, *, resume: bool = False, overwrite: bool = F
     part = executors.parse_part(part)
     if executor is None or isinstance(executor, str):
         executor = executors.make_executor(executor or "local")
+    check_memory(spec)  # from shapes only, before any agent is traced at the sweep's sizes
     check_spec(spec)
-    check_memory(spec)
     digest = prepare_output(spec, out, resume=resume or part is not None, overwrite=overwrite)
     all_units = units(spec)
     done = lambda u: storage.read_chunk(out, u.uid, unit_digest(digest, u)) is not None

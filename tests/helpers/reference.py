@@ -261,3 +261,69 @@ def bayes_posterior(log_densities):
     total = np.sum(log_densities, axis=0)
     w = np.exp(total - total.max())
     return w / w.sum()
+
+
+# --------------------------------------------------------------------------------------
+# Partial monitoring: the observability of a finite game (Bartok et al., 2014)
+
+
+def _cell_slack(loss, i, equal=(), strict_others=True):
+    """max t such that some outcome distribution p has l_i . p <= l_k . p - t for every action
+    k whose loss vector differs from those in ``(i,) + equal``, l_i . p = l_j . p for j in
+    ``equal``, and p_o >= t for every outcome (t > 0: the set has full dimension within the
+    equalities)."""
+    from scipy.optimize import linprog
+
+    k_actions, n = loss.shape
+    same = {i, *equal}
+    rows, rhs = [], []
+    for k in range(k_actions):
+        if k in same or any(np.allclose(loss[k], loss[j]) for j in same):
+            continue
+        rows.append(np.append(loss[i] - loss[k], 1.0))  # (l_i - l_k) . p + t <= 0
+        rhs.append(0.0)
+    for o in range(n):
+        e = np.zeros(n + 1)
+        e[o], e[-1] = -1.0, 1.0  # t - p_o <= 0
+        rows.append(e)
+        rhs.append(0.0)
+    eq = [np.append(np.ones(n), 0.0)]
+    beq = [1.0]
+    for j in equal:
+        eq.append(np.append(loss[i] - loss[j], 0.0))
+        beq.append(0.0)
+    res = linprog(np.append(np.zeros(n), -1.0), A_ub=np.array(rows), b_ub=np.array(rhs), A_eq=np.array(eq),
+                  b_eq=np.array(beq), bounds=[(0, None)] * n + [(None, 1.0)], method="highs")
+    return -res.fun if res.status == 0 else -np.inf
+
+
+def _in_span(vector, matrices):
+    """Whether ``vector`` lies in the span of the rows of the stacked ``matrices``."""
+    basis = np.vstack(matrices)
+    sol, *_ = np.linalg.lstsq(basis.T, vector, rcond=None)
+    return np.linalg.norm(basis.T @ sol - vector) <= 1e-9 * max(1.0, np.linalg.norm(vector))
+
+
+def observability(loss, feedback):
+    """``"locally"``, ``"globally"`` (not locally) or ``"not"`` observable, for a game with loss
+    matrix ``loss`` (actions x outcomes) and feedback ``feedback`` (actions x outcomes, any
+    hashable symbols), by the definitions of Bartok et al. (2014): cells, Pareto-optimal
+    actions, neighbours, and the span conditions on the signal matrices."""
+    loss = np.asarray(loss, np.float64)
+    k_actions, n = loss.shape
+    signals = []
+    for a in range(k_actions):
+        symbols = sorted(set(feedback[a]), key=str)
+        signals.append(np.array([[1.0 if feedback[a][o] == s else 0.0 for o in range(n)] for s in symbols]))
+    pareto = [a for a in range(k_actions) if _cell_slack(loss, a) > 1e-9]
+    pairs = [(a, b) for ai, a in enumerate(pareto) for b in pareto[ai + 1:]]
+    globally = all(_in_span(loss[a] - loss[b], signals) for a, b in pairs)
+    if not globally:
+        return "not"
+    neighbours = [(a, b) for a, b in pairs if _cell_slack(loss, a, (b,)) > 1e-9]
+    for a, b in neighbours:
+        # N+_{ab}: the actions optimal wherever both a and b are (here: a, b and duplicates).
+        near = [k for k in range(k_actions) if k in (a, b) or np.allclose(loss[k], loss[a]) or np.allclose(loss[k], loss[b])]
+        if not _in_span(loss[a] - loss[b], [signals[k] for k in near]):
+            return "globally"
+    return "locally"

@@ -51,15 +51,17 @@ def test_ctrl_c_always_ends_in_130_and_keeps_finished_chunks(tmp_path, devices):
     env["E2D_JAX_CACHE_DIR"] = str(tmp_path / "cache")
     cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec), "--quiet", "--host-devices", str(devices),
            "--out", str(out)]
+    manifest = out / "manifest.json"
+    stamp = lambda: manifest.stat().st_mtime_ns if manifest.exists() else 0
     points = {
-        # the manifest is written before the first unit compiles
-        "compile": lambda: (out / "manifest.json").exists() and not _chunks(out),
+        # the run writes the manifest anew before the first unit compiles
+        "compile": lambda: stamp() > before and len(_chunks(out)) == n_before,
         "after a unit": lambda: len(_chunks(out)) > n_before,
         "inside a unit": lambda: len(_chunks(out)) > n_before,
     }
     for point, reached in points.items():
         for attempt in range(2):
-            n_before = len(_chunks(out))
+            n_before, before = len(_chunks(out)), stamp()
             if n_before >= UNITS - 1:
                 pytest.skip("every unit finished before the interrupts could be tried: the machine is too fast")
             proc = subprocess.Popen(cmd + (["--resume"] if out.exists() else []), env=env, stdout=subprocess.DEVNULL,
