@@ -8,7 +8,9 @@ paper's Experiment-1 instance (revealing semi-bandit, d=3, K=10) and Experiment-
 10,000 seeds in one jitted ``vmap`` (``make_batched_rollout``, what ``simulate`` compiles).
 Compile time apart (AOT); run time the median of ``--repeats`` calls. ``--agents
 anytime-e2d-paper`` runs Anytime-E2D with the paper's solver (``dec.linear.PAPER_SOLVER``:
-100 Frank-Wolfe steps x 50 lambdas).
+100 Frank-Wolfe steps x 50 lambdas); ``--agents ids,ids-worst-case`` runs IDS (the library's
+defaults: difference gaps, the exact minimiser over distributions) with the directed and the
+worst-case information gain, under the same protocol.
 
 Breakdown (``--breakdown``, ``--breakdown-only``): where one Anytime-E2D seed-round goes, on
 one device, ``sim.simulate.lanes_for(device)`` seeds per call (64 on a CPU): each part of a
@@ -82,6 +84,7 @@ import numpy as np
 from jax import lax
 
 from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
+from e2d_jax.agents.ids import ids
 from e2d_jax.dec import linear as L
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
@@ -375,7 +378,8 @@ def main():
     ap.add_argument("--seeds", default="1,100,1000,10000")
     ap.add_argument("--shapes", default="exp1,exp2", help="linear shapes (empty: none)")
     ap.add_argument("--agents", default="anytime-e2d,e2d",
-                    help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas)")
+                    help="of anytime-e2d, e2d, anytime-e2d-paper (the paper's solver: 100 FW steps x 50 lambdas), "
+                         "ids, ids-worst-case")
     ap.add_argument("--divergence", default="squared", choices=["squared", "kl"],
                     help="the linear E2D agents' divergence (default squared, the agents' default)")
     ap.add_argument("--breakdown", action="store_true", help="time and count every part of a round")
@@ -406,7 +410,8 @@ def main():
         div = args.divergence
         agents = {"anytime-e2d": lambda: anytime_e2d(divergence=div),
                   "e2d": lambda: fixed_horizon_e2d(horizon=args.horizon, divergence=div),
-                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_SOLVER, divergence=div)}
+                  "anytime-e2d-paper": lambda: anytime_e2d(solver=L.PAPER_SOLVER, divergence=div),
+                  "ids": lambda: ids(), "ids-worst-case": lambda: ids(info_gain="worst-case")}
         for name in args.agents.split(","):
             agent = agents[name]()
             for s in (int(x) for x in args.seeds.split(",")):

@@ -13,6 +13,12 @@
 #   cli_finite        e2d-jax run on finite-mab (Anytime-E2D); its summary.json kept
 #   paper_solver      e2d_throughput.py with the paper's solver as the agent's
 #   compile_time      compile_time.py: compile time and program size of the four cases, 64 lanes
+#   zoo               e2d-jax reproduce zoo at full size (10 instances x 200 seeds per random family,
+#                     n=2000), the families in five processes side by side (compiles are most of
+#                     its time, and each process compiles on its own cores); its tables, figures and
+#                     summaries (not the chunks) in OUT/zoo.tar.gz
+#   full_width        e2d_throughput.py: Anytime-E2D and IDS on the Exp. 1 and Exp. 2 shapes at 2^15
+#                     and 2^17 seeds per call
 #
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
@@ -39,10 +45,11 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
-    TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5
+    TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
+    ZOO_SIZE="--instances 2 --seeds 4"
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
-    TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25
+    TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -76,4 +83,33 @@ step 40 paper_solver "$PY" benchmarks/e2d_throughput.py --shapes exp1 --agents a
     --seeds "${S_E2D%%,*}" --horizon "$H" --repeats "$REP" --json "$OUT/e2d_paper_solver.json"
 step 200 compile_time "$PY" benchmarks/compile_time.py --python "$PY" --repeats 1 --horizon "$CT_HORIZON" \
     --record-every "$CT_EVERY" --json "$OUT/compile_time.json"
+zoo() {
+    local base=$RUNS/zoo g pids=()
+    for g in $ZOO_GROUPS; do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" -m e2d_jax.cli reproduce zoo --families "$g" --out "$base" \
+            ${ZOO_SIZE:-} --quiet > "$RUNS/zoo_${g%%,*}.log" 2>&1 &
+        pids+=($!)
+    done
+    trap 'kill "${pids[@]}" 2>/dev/null' TERM
+    wait "${pids[@]}"
+    tail -n 3 "$RUNS"/zoo_*.log
+}
+zoo_report() {  # the report, and one archive per process (each under the 16 MiB a returned file may have)
+    "$PY" -c "import sys; from e2d_jax.paper import zoo; print(zoo.write_report(sys.argv[1]))" "$RUNS/zoo"
+    cat "$RUNS/zoo/zoo.md"
+    local g f dirs
+    for g in $ZOO_GROUPS; do
+        dirs=(); for f in ${g//,/ }; do [ -d "$RUNS/zoo/zoo-$f" ] && dirs+=("zoo/zoo-$f"); done
+        [ ${#dirs[@]} = 0 ] || tar -C "$RUNS" --exclude=chunks --exclude='*.pdf' --exclude='*.png' \
+            -czf "$OUT/zoo_${g%%,*}.tar.gz" "${dirs[@]}" "zoo_${g%%,*}.log"
+    done
+    ls -l "$OUT"/zoo_*.tar.gz
+}
+export -f zoo zoo_report
+export PY RUNS OUT ZOO_SIZE=${ZOO_SIZE:-} ZOO_GROUPS="end-of-optimism,hard-semi-bandit,large-gaps
+    heteroscedastic,simple-bandit semi-bandit,semi-bandit-authors apple-tasting,label-efficient dynamic-pricing"
+step "${ZOO_LIMIT:-300}" zoo bash -c zoo
+step 40 zoo_report bash -c zoo_report
+step 170 full_width "$PY" benchmarks/e2d_throughput.py --shapes exp1,exp2 --agents anytime-e2d,ids,ids-worst-case \
+    --seeds "$S_WIDE" --horizon "$H_WIDE" --repeats 2 --json "$OUT/e2d_full_width.json"
 } 2>&1 | tee "$OUT/suite.log"

@@ -72,13 +72,13 @@ FLAGS = {
     "gpus_per_task": "--gpus-per-task", "hparam": "--hparam", "conventions": "--conventions",
     "solver": "--solver", "solver_iters": "--solver-iters", "divergence": "--divergence",
     "gap_type": "--gap-type", "eps2_schedule": "--eps2-schedule", "instances": "--instances",
-    "instance_seeds": "--instance-seed",
+    "instance_seeds": "--instance-seed", "families": "--families",
 }
 #: Which names come from flags in each command (the others come from a sweep file).
 _COMMAND_NAMES = {
     "run": set(FLAGS),
     "reproduce": {"out", "resume", "overwrite", "part", "seeds", "instances", "conventions", "solver", "executor",
-                  "address", "workers", "gpus_per_task"},
+                  "address", "workers", "gpus_per_task", "families"},
     "sweep": {"out", "resume", "overwrite", "part", "executor", "address", "workers", "gpus_per_task"},
     "plot": {"hparam"},
 }
@@ -266,6 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family)")
     rep.add_argument("--solver", choices=["saddle", "paper"], default=None,
                      help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
+    rep.add_argument("--families", default=None,
+                     help=f"zoo only: comma-separated families to run (default: all of {', '.join(zoo.FAMILIES)})")
     _common(rep, out_required=False)
 
     sw = sub.add_parser("sweep", help="run a sweep described by a TOML file", formatter_class=_Formatter)
@@ -368,7 +370,17 @@ def _reproduce_specs(args) -> list:
     if args.experiment == "zoo":
         if args.conventions != "implementation" or args.solver is not None:
             raise ValueError("conventions and solver do not apply to reproduce zoo (every agent at its defaults)")
-        return zoo.specs(instances=args.instances or zoo.INSTANCES, seeds=args.seeds or zoo.SEEDS)
+        families = None
+        if args.families is not None:
+            families = [f.strip() for f in args.families.split(",") if f.strip()]
+            unknown = [f for f in families if f not in zoo.FAMILIES]
+            if unknown or not families:
+                raise ValueError(f"families must be a comma-separated list of {', '.join(zoo.FAMILIES)}; "
+                                 f"got {args.families!r}")
+        return zoo.specs(instances=args.instances or zoo.INSTANCES, seeds=args.seeds or zoo.SEEDS,
+                         families=families)
+    if args.families is not None:
+        raise ValueError(f"families applies to reproduce zoo only, not to reproduce {args.experiment}")
     if args.experiment in ("sensitivity", "candidates"):
         if args.conventions != "implementation" or args.solver is not None:
             raise ValueError(f"conventions and solver do not apply to reproduce {args.experiment} (the sweep "
