@@ -15,7 +15,8 @@ confidence level is delta_t = 1 / (s log s) with s the observation rows received
 default here (``delta=None``); S = 1 and V_0 = I in both.
 
 Run:  python benchmarks/ids_agreement.py --reference benchmarks/results/cpu-2core/pm_ids_reference.json \\
-          [--seeds 200] [--json OUT]
+          [--seeds 200] [--json OUT] [--markdown OUT.md]
+      python benchmarks/ids_agreement.py --render OUT --markdown OUT.md   (a stored report as Markdown)
 
 Typical printout (2-core shared CPU):
 
@@ -54,11 +55,16 @@ def ci(values):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--reference", required=True, help="the authors' runs (JSON list)")
+    parser.add_argument("--reference", default=None, help="the authors' runs (JSON list)")
+    parser.add_argument("--render", default=None, help="a stored --json report: write its --markdown and stop")
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--json", default=None, help="write the table here")
     parser.add_argument("--markdown", default=None, help="write the table as Markdown here")
     args = parser.parse_args()
+    if args.render:
+        return write_markdown(args.markdown, json.loads(open(args.render).read())["rows"])
+    if not args.reference:
+        parser.error("--reference is required (or --render a stored report)")
     runs = json.loads(open(args.reference).read())["runs"]
     rows = []
     print(f"{'game':12s} {'info gain':11s} {'gap':11s} {'n':>5s}  {'pm-ids':26s} {'e2d_jax':26s} agree")
@@ -87,13 +93,17 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"jax": jax.__version__, "e2d_jax": e2d.__version__, "rows": rows}, f, indent=1)
-    if args.markdown:
+    write_markdown(args.markdown, rows)
+
+
+def write_markdown(path, rows):
+    if path:
         fmt = lambda r: f"{r['mean']:.2f} [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]"
         lines = ["| instance | information gain | gap estimate | n | pm-ids (40 seeds) | e2d_jax | agree |",
                  "|---|---|---|---|---|---|---|"]
         lines += [f"| {r['game']} | {r['info_gain']} | {r['gap_estimate']} | {r['horizon']} | {fmt(r['pm_ids'])} | "
                   f"{fmt(r['e2d_jax'])} | {'yes' if r['within_each_others_ci'] else 'no'} |" for r in rows]
-        with open(args.markdown, "w") as f:
+        with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
 
 
