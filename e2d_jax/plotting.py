@@ -105,7 +105,7 @@ def plot_final_distribution(table, *, title: str | None = None) -> Figure:
     fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100)
     ax = fig.subplots()
     y = np.arange(len(labels))[::-1]
-    box = ax.boxplot(data, positions=y, vert=False, widths=0.55, showfliers=False, patch_artist=True,
+    box = ax.boxplot(data, positions=y, orientation="horizontal", widths=0.55, showfliers=False, patch_artist=True,
                      medianprops={"color": "black"})
     for patch, label in zip(box["boxes"], labels):
         patch.set_facecolor(agent_colour(label))

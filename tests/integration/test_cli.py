@@ -224,10 +224,19 @@ def test_unwritable_or_file_out_is_one_line_exit_2(tmp_path, capsys):
         assert "--out" in err or str(afile) in err
 
 
-def test_reproduce_claims_refuses_flags_that_do_not_apply(tmp_path, capsys):
+@pytest.mark.parametrize("args, needle", [
+    (["sensitivity", "--solver", "paper"], "--solver"),
+    (["exp1", "--families", "end-of-optimism"], "--families"),
+    (["zoo", "--families", "end-of-optimism,nope"], "--families"),
+    (["zoo", "--families", ","], "--families"),
+])
+def test_reproduce_refuses_flags_that_do_not_apply(args, needle, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["reproduce", "sensitivity", "--solver", "paper", "--out", str(tmp_path)])
-    assert exc.value.code == 2 and "--solver" in capsys.readouterr().err
+        cli.main(["reproduce", *args, "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()
 
 
 def test_too_large_a_problem_is_refused_before_allocating(tmp_path, capsys):
