@@ -53,7 +53,7 @@ def run_linear_agent(features, obs_matrices, obs_mask, theta, sigma, choose, noi
     return np.array(actions), np.array(observations), np.array(estimates)
 
 
-# --- The linear ac-DEC (Lemma lem:linear-dec) -----------------------------------------------
+# --- The linear ac-DEC (the linear-DEC lemma, Section 3.4) --------------------------
 
 def observable_reduction(features, grams):
     """Orthonormal basis (SVD) of the span of all observation rows, and the reduced data.
@@ -176,7 +176,7 @@ def linear_acdec_reference(features, grams, f_hat, eps2, *, num=30, lam_range=(1
     return cache[best][0], float(np.exp(best)), cache[best][1]
 
 
-# --- Finite model classes (issue: finite classes, EWA, matrix-game DEC) ------------------
+# --- Finite model classes: the class, EWA and the matrix-game DEC -------------------------
 # Independent re-derivations with loops, scipy.stats densities, numerical integration and
 # scipy.optimize.linprog (HiGHS); nothing below imports e2d_jax.
 

@@ -76,7 +76,7 @@ def _check_table1(classes):
 
 
 def test_table1_mab_bound_holds_on_100_random_classes():
-    """The issue's acceptance check, in the default run: 120 random classes, K = 2..8.
+    """Table 1's bound for K-armed bandits on 120 random classes, K = 2..8, in the default run.
 
     Four (K, M) shapes: each shape compiles once per gap type (about 9 s each on two cores,
     where a class's whole curve then takes 0.1-0.5 s); every shape from K = 2 to 8 with

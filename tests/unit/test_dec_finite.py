@@ -1,6 +1,6 @@
 """The finite DEC solvers against scipy.optimize.linprog (HiGHS) references.
 
-Acceptance check of the issue: on random finite classes (K 3-8, |M| 10-60, eps^2 = log|M|/t,
+The check: on random finite classes (K 3-8, |M| 10-60, eps^2 = log|M|/t,
 t 5-1000) the returned mu's exact objective max_nu {mu Delta nu : mu I nu <= eps^2} (an LP,
 solved here by linprog) is within 1% of the linprog reference over a fine lambda grid, with a
 median excess <= 0.1%. A small version runs by default, the full sweep with ``-m slow``.

@@ -1,4 +1,4 @@
-"""The linear ac-DEC (Lemma lem:linear-dec) against independent references.
+"""The linear ac-DEC (the linear-DEC lemma, Section 3.4) against independent references.
 
 References (tests/reference.py): the fixed-lambda program solved by cvxpy/Clarabel in a
 second-order-cone form (no matrix inverse), minimised over lambda on a geometric grid plus a

@@ -164,3 +164,36 @@ def test_the_product_speaks_of_itself_only(pattern, what):
             if re.search(pattern, line):
                 found.append(f"{path.relative_to(ROOT.parent)}:{i}: {line.strip()[:100]}")
     assert found == [], f"{what} in the library's text"
+
+
+#: Text a reader meets beside the library: the tests, the documentation, the front page, the
+#: benchmark scripts, the sweep files and the notebooks (the stored benchmark results name the
+#: commits they measured, as data, and are not scanned).
+PROSE = ["tests", "docs", "benchmarks", "sweeps", "notebooks", "README.md"]
+PROSE_SUFFIXES = {".py", ".md", ".toml", ".ipynb", ".sh"}
+
+
+def _prose_files():
+    top = ROOT.parent
+    for name in PROSE:
+        path = top / name
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.suffix in PROSE_SUFFIXES)
+        for p in files:
+            rel = p.relative_to(top)
+            if rel.parts[:2] == ("benchmarks", "results") or p == pathlib.Path(__file__).resolve():
+                continue
+            yield rel, p
+
+
+@pytest.mark.parametrize("pattern, what", [
+    (r"\b[Ii]ssue \d+|\b[Ii]ssue's\b|\bthe issue\b|\(issue\b", "issue numbers"),
+    (r"\b(lem|thm|cor|app|asm):[\w*-]", "LaTeX labels"),
+    (r"STYLE rule|\brule \d+\b", "style-guide rule numbers"),
+])
+def test_the_text_around_the_library_speaks_of_it_only(pattern, what):
+    found = []
+    for rel, path in _prose_files():
+        for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if re.search(pattern, line):
+                found.append(f"{rel}:{i}: {line.strip()[:100]}")
+    assert found == [], f"{what} in the text around the library"
