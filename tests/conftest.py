@@ -24,11 +24,23 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "helpers"))
 
 jax.config.update("jax_enable_x64", True)
-# Start the backend now, with the device count of the environment: a test that runs the
-# command line in-process must not be the first to start it.
-jax.devices()
-
 os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))
+
+#: XLA's CPU backend optimisation level of the default run (``-m 'not slow'``): level 1
+#: compiles a rollout in about two thirds of the time of the default level and runs the tests'
+#: small problems as fast (level 0 compiles faster still but runs several times slower). Every
+#: tolerance holds at either level; the slow run (any other ``-m``) compiles as users do, and
+#: is where the per-seed invariance across device counts is checked. ``E2D_JAX_TEST_XLA``
+#: replaces the flag.
+FAST_COMPILE = os.environ.get("E2D_JAX_TEST_XLA", "--xla_backend_optimization_level=1")
+
+
+def pytest_configure(config):
+    if config.getoption("markexpr", "") == "not slow" and FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE}".strip()
+    # Start the backend now, with the device count of the environment: a test that runs the
+    # command line in-process must not be the first to start it.
+    jax.devices()
 
 
 @pytest.fixture(autouse=True, scope="session")

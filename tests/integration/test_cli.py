@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import procs
+
 import e2d_jax
 from e2d_jax import cli
 from e2d_jax.agents.e2d import anytime_e2d
@@ -125,7 +127,7 @@ def test_host_devices_shard_with_identical_results(tmp_path):
     count is fixed when JAX starts)."""
     base = [sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--d", "3", "--arms", "5",
             "--horizon", "30", "--seeds", "70", "--agents", "ts", "--record-every", "10"]
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = procs.cli_env()
     runs = {}
     for label, extra in (("one", ["--host-devices", "1"]), ("two", ["--host-devices", "2"]), ("auto", [])):
         out = tmp_path / label
@@ -154,7 +156,7 @@ def test_host_devices_argument():
 
 def test_small_run_on_four_host_devices(tmp_path):
     """1 seed on 4 host devices needs more padding than there are seeds."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = procs.cli_env()
     proc = subprocess.run([sys.executable, "-m", "e2d_jax.cli", "run", "--env", "semi-bandit", "--horizon", "10",
                            "--seeds", "1", "--host-devices", "4", "--agents", "ts", "--out", str(tmp_path / "o")],
                           capture_output=True, text=True, env=env)

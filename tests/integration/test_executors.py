@@ -65,11 +65,17 @@ def test_unreachable_head_fails_fast_with_a_message():
     assert time.time() - t0 < 30
 
 
-def test_ray_cases_in_a_fresh_process():
+RAY_CORE = "equal_local_bit_for_bit or no_node_offers"
+
+
+@pytest.mark.parametrize("selection", [RAY_CORE, pytest.param(f"not ({RAY_CORE})", marks=pytest.mark.slow)],
+                         ids=["bits-and-resources", "part-resume-and-killed-worker"])
+def test_ray_cases_in_a_fresh_process(selection):
     if importlib.util.find_spec("ray") is None:
         pytest.skip("Ray is not installed (pip install 'e2d_jax[ray]')")
     path = pathlib.Path(__file__).parents[1] / "helpers" / "ray_isolated.py"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", str(path)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-k", selection, str(path)],
+                          capture_output=True, text=True,
                           timeout=1200, cwd=path.parents[2], env=dict(os.environ))
     report = proc.stdout[-6000:] + proc.stderr[-3000:]
     if proc.returncode == 0 and " passed" not in proc.stdout:

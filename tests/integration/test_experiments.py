@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import procs
+
 from e2d_jax import cli
 from e2d_jax.experiments import SweepAgent, SweepError, SweepSpec, load_toml, run_sweep, units
 from e2d_jax.paper.presets import experiment_spec
@@ -115,7 +117,7 @@ def _private_cache_env(tmp_path):
     and a compilation cache of its own. JAX writes a cache entry with a plain write_bytes, so
     a process killed mid-write leaves a truncated entry, which must not reach the session's
     shared cache (other processes would load it)."""
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = procs.cli_env()
     env["E2D_JAX_CACHE_DIR"] = str(tmp_path / "jax-cache")
     return env
 

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import procs
+
 SPEC = """
 name = "interrupted"
 env = "semi-bandit"
@@ -45,7 +47,7 @@ def test_ctrl_c_always_ends_in_130_and_keeps_finished_chunks(tmp_path, devices):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = procs.cli_env()
     # A cache of this test's own: a process interrupted while it writes an entry must not leave
     # a damaged entry in the session's shared cache.
     env["E2D_JAX_CACHE_DIR"] = str(tmp_path / "cache")

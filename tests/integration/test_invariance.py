@@ -39,14 +39,16 @@ def test_a_seeds_bits_do_not_depend_on_the_seeds_beside_it(case):
         assert not bad, f"seeds {first}..{first + count - 1}: leaves {bad} differ"
 
 
-@pytest.mark.parametrize("devices", [pytest.param(2, marks=pytest.mark.slow), 3])
+@pytest.mark.slow
+@pytest.mark.parametrize("devices", [2, 3])
 def test_device_count_does_not_change_any_seed(tmp_path, devices):
     """All cases on 2 and 3 forced host devices (a fresh process each: the device count is
     fixed when JAX starts) against one device in this process, bit for bit, at
     ``SPLIT_LANES`` seeds per call and device, so that the 12 seeds fill every device (3
-    calls of 4 here, one call of 4 per device there). The default run keeps 3 (an uneven
-    split of the CPU's cores); 2 devices go through the same per-device dispatch and are also
-    checked end to end by ``test_cli.py::test_host_devices_shard_with_identical_results``."""
+    calls of 4 here, one call of 4 per device there). In the slow run, which compiles as users
+    do; the default run checks 2 devices end to end
+    (``test_cli.py::test_host_devices_shard_with_identical_results``) and padding on several
+    devices (``test_simulate.py``)."""
     out = tmp_path / f"dev{devices}.npz"
     env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
     proc = subprocess.run([sys.executable, str(Path(C.__file__)), str(out), "--x64", f"--lanes={C.SPLIT_LANES}"],

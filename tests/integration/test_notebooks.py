@@ -29,7 +29,7 @@ SMALL = {
     "04_sensitivity.ipynb": ("import tempfile\nSIZES = {'sensitivity': (2, 2), 'candidates': (2, 2)}\nHORIZON = 20\n"
                              "DIR = tempfile.mkdtemp()", ("Experiment 1 claim holds on", "Experiment 2 claim")),
 }
-SLOW = {"02_reproduce_paper.ipynb", "04_sensitivity.ipynb"}
+SLOW = {"02_reproduce_paper.ipynb", "03_dec_explorer.ipynb", "04_sensitivity.ipynb"}
 
 
 def test_every_notebook_is_checked_and_stored_with_its_outputs():

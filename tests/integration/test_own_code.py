@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import procs
+
 import e2d_jax as e2d
 from e2d_jax import cli
 from e2d_jax.experiments import SweepSpec, load_toml, registry, run_sweep
@@ -55,7 +57,7 @@ def test_python_then_registered_names(workdir):
 def test_sweep_file_cli_and_plot(workdir):
     spec = load_toml(workdir / "my_sweep.toml")
     assert spec.env == "my_problem:sensor_bandit" and dict(spec.env_options) == {} and spec.d == 4
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env = procs.cli_env()
     env["PYTHONPATH"] = os.pathsep.join([str(workdir)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     cli = [sys.executable, "-m", "e2d_jax.cli"]
     small = ["--host-devices", "1", "--quiet"]

@@ -16,6 +16,7 @@ from e2d_jax.sim.simulate import simulate
 EXP1 = linear.semi_bandit(jax.random.key(0), 3, 10, dtype=jnp.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [lambda: anytime_e2d(), lambda: fixed_horizon_e2d(horizon=2000)])
 def test_1000_seeds_2000_rounds_all_finite(make):
     """Acceptance: vmapped over 1,000 seeds x 2,000 rounds of the Exp-1 semi-bandit (float32)."""

@@ -152,6 +152,7 @@ def test_linear_agents_need_a_linear_view():
         agent.init(jax.random.key(0), params.model)
 
 
+@pytest.mark.slow
 def test_cli_runs_every_finite_agent(tmp_path):
     out = tmp_path / "finite"
     rc = cli.main(["run", "--env", "finite-revealing", "--arms", "4", "--models", "6", "--horizon", "30",

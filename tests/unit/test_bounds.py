@@ -76,12 +76,11 @@ def _check_table1(classes):
 
 
 def test_table1_mab_bound_holds_on_100_random_classes():
-    """Table 1's bound for K-armed bandits on 120 random classes, K = 2..8, in the default run.
+    """Table 1's bound for K-armed bandits on 100 random classes in the default run.
 
-    Four (K, M) shapes: each shape compiles once per gap type (about 9 s each on two cores,
-    where a class's whole curve then takes 0.1-0.5 s); every shape from K = 2 to 8 with
-    M = 10 and 20 is in the slow-marked test below."""
-    worst, count = _check_table1(_random_classes(120, 1, [(2, 10), (3, 20), (5, 10), (8, 20)]))
+    Two (K, M) shapes, as each shape compiles once per gap type; every shape from K = 2 to 8
+    with M = 10 and 20 is in the slow-marked test below."""
+    worst, count = _check_table1(_random_classes(100, 1, [(2, 10), (5, 10)]))
     assert count >= 100
     # Regression guard on the measured margins (0.520 with Delta, 0.696 with Delta_f): a jump
     # would mean the solver or the class builder changed.
