@@ -90,6 +90,7 @@ from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import run_keys
 from e2d_jax.sim.simulate import make_batched_rollout
+from e2d_jax.types import WarmStart
 
 SHAPES = {"exp1": (3, 10), "exp2": (30, 10)}
 
@@ -316,8 +317,8 @@ def breakdown_finite(env_name, rate, batch):
     no_refine = dataclasses.replace(cfg, lam_rounds=0)
 
     def search(config):
-        return jax.vmap(lambda e, g, i, st, mem: DF.solve_acdec_memory(g, i, e, mem, config, mu0=st.mu,
-                                                                        omega0=st.omega))
+        return jax.vmap(lambda e, g, i, st, mem: DF.solve_acdec_memory(g, i, e, mem, config,
+                                                                        WarmStart(st.mu, st.omega, 0.0 * e)))
 
     res, _ = jax.jit(search(cfg))(eps2, g, info, states, mems)
     iters = float(np.mean(np.asarray(res.iterations)))

@@ -131,7 +131,7 @@ def main():
 
     def game_rows(label, config, dtype, max_batch):
         for b in [x for x in batches if x <= max_batch]:
-            fn = jax.vmap(lambda g, i, l: dec.solve_offset(g, i, l, config))
+            fn = jax.vmap(lambda g, i, l: dec.solve_offset(g, i, l, config)[0])
             a = (jnp.asarray(gaps[:b], dtype), jnp.asarray(info[:b], dtype), jnp.asarray(lam[:b], dtype))
             compile_s, run_s, out = timed(fn, a, args.repeats)
             k = min(b, n_ref)
@@ -160,7 +160,7 @@ def main():
     print_row(rows[-1])
     for label, config in (("ac-DEC default (certified 1e-3)", dec.FiniteSolverConfig()), ("ac-DEC AGENT_SOLVER", AGENT_SOLVER)):
         for b in acdec_batches:
-            fn = jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e, config))
+            fn = jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e, config)[0])
             a = (jnp.asarray(gaps[:b]), jnp.asarray(info[:b]), jnp.asarray(eps2[:b]))
             compile_s, run_s, out = timed(fn, a, max(1, args.repeats // 2) if b >= 1000 else args.repeats)
             k = min(b, n_ref_ac)

@@ -16,7 +16,10 @@ The data flow is one way::
   ``vmap`` over seeds it is broadcast once instead of copied per seed, and under ``vmap``
   over instances it is mapped (the same convention as gymnax's ``params``).
 * Solvers return a :class:`DecResult` whose ``status`` is a :class:`Status` code, never an
-  exception, so one bad problem in a batch of ten thousand cannot abort the others.
+  exception, so one bad problem in a batch of ten thousand cannot abort the others. Every
+  ``solve_*`` function of ``e2d_jax.dec`` (the traceable solvers the agents call) returns the
+  pair ``(DecResult, carry)``: the answer and what the next call takes to continue from it
+  (a :class:`WarmStart`, or a search's memory), in the manner of optax's ``(updates, state)``.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from collections.abc import Hashable
 from typing import Any, Callable, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 PyTree = Any
@@ -172,3 +176,26 @@ class DecResult(NamedTuple):
         return (f"DecResult(value={num(self.value)}, lower_bound={num(self.lower_bound)}, gap={num(self.gap)}, "
                 f"lam={num(self.lam)}, status={Status(int(np.asarray(self.status))).name}, "
                 f"iterations={int(np.asarray(self.iterations))}, mu={mu})")
+
+
+class WarmStart(NamedTuple):
+    """What a DEC solve hands to the next one (the next round's, or the next lambda's).
+
+    Attributes:
+      mu: (K,) the min player's mixture over actions.
+      omega: (N,) the max player's mixture (over actions for the linear DEC, over models for
+        finite classes).
+      step: () the mirror-prox step the solve ended with (<= 0: chosen automatically).
+    """
+
+    mu: jax.Array
+    omega: jax.Array
+    step: jax.Array
+
+    @classmethod
+    def cold(cls, num_actions: int, num_omega: int | None = None, dtype=np.float32) -> "WarmStart":
+        """Uniform mixtures and an automatic step: the start of a first solve. ``num_omega``
+        defaults to ``num_actions`` (the linear DEC's max player plays over actions)."""
+        num_omega = num_actions if num_omega is None else num_omega
+        return cls(jnp.full((num_actions,), 1.0 / num_actions, dtype),
+                   jnp.full((num_omega,), 1.0 / num_omega, dtype), jnp.zeros((), dtype))

@@ -63,7 +63,7 @@ from e2d_jax.agents import schedules
 from e2d_jax.dec import finite as dec
 from e2d_jax.envs import finite
 from e2d_jax.estimators import ewa
-from e2d_jax.types import GAP_TYPES, Agent, E2DInfo, Status
+from e2d_jax.types import GAP_TYPES, Agent, E2DInfo, Status, WarmStart
 
 ESTIMATES = ("sample", "mixture")
 
@@ -180,6 +180,11 @@ def uses_memory(estimate: str, lam_search: str, solver: dec.FiniteSolverConfig) 
     return estimate == "sample" and lam_search == "global" and solver.memory > 0
 
 
+def _warm_start(state: E2DState) -> WarmStart:
+    # The last round's mixtures; the game solvers choose their step at every start.
+    return WarmStart(state.mu, state.omega, jnp.zeros((), state.mu.dtype))
+
+
 def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DState, index):
     """One round's global lambda search continued from the games solved for model ``index``
     in earlier rounds (``dec.solve_acdec_memory``); returns the result and the new state's
@@ -187,7 +192,7 @@ def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
     whose remembered points sit in one basin still refines another basin whose interval's
     bound is below the incumbent (the tests check the two-basin case)."""
     mem = jax.tree_util.tree_map(lambda x: x[index], state.memory)
-    res, mem = dec.solve_acdec_memory(gaps, info, eps2, mem, solver, mu0=state.mu, omega0=state.omega)
+    res, mem = dec.solve_acdec_memory(gaps, info, eps2, mem, solver, _warm_start(state))
     memory = jax.tree_util.tree_map(lambda all_, one: all_.at[index].set(one), state.memory, mem)
     return res, memory
 
@@ -199,7 +204,7 @@ def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
     branch and bound still cover every lam, so a seed in the wrong basin costs at most a
     coarser answer for a round (the tests check the two-basin case).
     Returns the result and the next round's seed."""
-    res = dec.solve_acdec(gaps, info, eps2, solver, mu0=state.mu, omega0=state.omega, lam_hint=state.lam)
+    res, _ = dec.solve_acdec(gaps, info, eps2, solver, _warm_start(state), lam_hint=state.lam)
     return res, res.lam.astype(state.lam.dtype)
 
 
@@ -254,7 +259,7 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "
             # in `act`, where a branch on the round would run both sides under vmap); 1 if
             # that search gives lam = 0 (the usual case for eps_1^2 = log|M|).
             g, info, _ = _matrices(key, state, model, gap_type, estimate)
-            res = dec.solve_acdec(g, info, eps2_at(model, state.ewa.count, g.dtype), solver)
+            res, _ = dec.solve_acdec(g, info, eps2_at(model, state.ewa.count, g.dtype), solver)
             state = state._replace(lam=jnp.where(res.lam > 0, res.lam, 1.0).astype(g.dtype))
         return state
 
@@ -329,7 +334,7 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
     def act(key, state, model):
         key_est, key_pi = jax.random.split(key)
         g, info, _ = _matrices(key_est, state, model, gap_type, estimate)
-        res = dec.solve_offset(g, info, state.lam, solver, mu0=state.mu, omega0=state.omega)
+        res, _ = dec.solve_offset(g, info, state.lam, solver, _warm_start(state))
         action, status, mu, omega = _play(key_pi, state, res)
         info_out = E2DInfo(status=status, value=res.value, lam=res.lam, gap=res.gap,
                            iterations=res.iterations.astype(jnp.int32), eps2=jnp.zeros((), g.dtype))
@@ -360,7 +365,7 @@ def _tuning(model: finite.FiniteModel, horizon: int, gap_type: str, num: int):
         rewards_f, obs_f = finite.model_at(model, f)
         g = finite.gap_matrix(model.rewards) if gap_type == "delta" else finite.gap_matrix_f(model.rewards, rewards_f)
         info = finite.info_matrix(model, obs_f)
-        return jax.vmap(lambda lam: dec.solve_offset(g, info, lam, config).value)(lams)
+        return jax.vmap(lambda lam: dec.solve_offset(g, info, lam, config)[0].value)(lams)
 
     worst = jnp.max(jax.lax.map(per_f, jnp.arange(m)), axis=0)
     bound = horizon * worst + lams * log_m

@@ -51,7 +51,7 @@ from e2d_jax.agents import schedules
 from e2d_jax.dec import linear as dec_linear
 from e2d_jax.envs.linear import LinearModel
 from e2d_jax.estimators import ridge
-from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status
+from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status, WarmStart
 
 #: Per-round budget of the agents' default solver: the exact saddle-point form, warm-started,
 #: 10 mirror-prox iterations and one certificate per round, whose certified gap sets the
@@ -62,7 +62,7 @@ AGENT_SOLVER = dec_linear.LinearSolverConfig(solver="saddle", maxiter=10, rtol=1
 
 class E2DState(NamedTuple):
     ridge: ridge.RidgeState
-    warm: dec_linear.WarmStart  # last round's (mu (K,), omega (K,), step ()): the warm start
+    warm: WarmStart  # last round's (mu (K,), omega (K,), step ()): the warm start
     t: jax.Array  # () int32, rounds played so far
 
 
@@ -99,7 +99,7 @@ def _init(reg, name):
         check_linear_model(model, name)
         dtype = model.features.dtype
         return E2DState(ridge.init(model.dim, reg=reg, dtype=dtype),
-                        dec_linear.cold_start(model.num_actions, dtype), jnp.zeros((), jnp.int32))
+                        WarmStart.cold(model.num_actions, dtype=dtype), jnp.zeros((), jnp.int32))
 
     return init
 

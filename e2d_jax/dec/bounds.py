@@ -157,7 +157,7 @@ def _finite_curve(model, eps2, gap_type, options):
 
 def _per_model(model, f, eps2, gap_type, config):
     g, info = dec_finite.matrices(model, f, gap_type)
-    res = jax.vmap(lambda e2: dec_finite.solve_acdec(g, info, e2, config))(eps2)
+    res, _ = jax.vmap(lambda e2: dec_finite.solve_acdec(g, info, e2, config))(eps2)
     return res.value, res.lower_bound, res.status
 
 

@@ -78,7 +78,7 @@ from e2d_jax import _checks as V
 from e2d_jax.envs import finite as finite_envs
 from e2d_jax.dec import matrix_game
 from e2d_jax.dec.matrix_game import SOLVERS, GameSolution
-from e2d_jax.types import GAP_TYPES, DecResult, Status
+from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
 
 
 
@@ -219,22 +219,30 @@ def _solve_game(a, config: FiniteSolverConfig, rtol, atol, mu0=None, omega0=None
                                   mu0=mu0, omega0=omega0, check_every=config.check_every)
 
 
-def solve_offset(gaps, info, lam, config: FiniteSolverConfig = OFFSET_DEFAULTS, mu0=None, omega0=None) -> DecResult:
+def solve_offset(gaps, info, lam, config: FiniteSolverConfig = OFFSET_DEFAULTS,
+                 warm: WarmStart | None = None) -> tuple[DecResult, WarmStart]:
     """dec^o_lam as a matrix game (traceable; no argument checks).
 
-    Returns a DecResult with ``value`` = max_g mu (Delta - lam I) e_g at the returned mu (no
-    lam eps^2 term), ``lower_bound`` certified, ``lam`` = the given lam.
+    Returns:
+      ``(DecResult, WarmStart)``: the answer, with ``value`` = max_g mu (Delta - lam I) e_g at
+      the returned mu (no lam eps^2 term), ``lower_bound`` certified and ``lam`` the given
+      lam; and the warm start of the next solve.
     """
     k, m = gaps.shape
     dtype = gaps.dtype
-    mu0 = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else mu0
-    omega0 = jnp.full((m,), 1.0 / m, dtype) if omega0 is None else omega0
+    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
     lam = jnp.asarray(lam, dtype)
     a = gaps - lam * info
     atol = config.atol + _noise_floor(gaps, info, lam)
-    sol = _solve_game(a, config, config.rtol, atol, mu0, omega0)
-    return DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
-                     iterations=sol.iterations, status=sol.status, omega=sol.omega)
+    sol = _solve_game(a, config, config.rtol, atol, warm.mu, warm.omega)
+    result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
+                       iterations=sol.iterations, status=sol.status, omega=sol.omega)
+    return result, _next_start(result)
+
+
+def _next_start(result: DecResult) -> WarmStart:
+    # The game solvers choose their step themselves at every start.
+    return WarmStart(result.mu, result.omega, jnp.zeros((), result.mu.dtype))
 
 
 # --------------------------------------------------------------------------------------
@@ -349,13 +357,12 @@ def empty_memory(num_actions: int, num_models: int, config: FiniteSolverConfig, 
                         i_om=jnp.zeros((n, num_actions), dtype))
 
 
-def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), mu0=None, omega0=None,
-                lam_hint=None) -> DecResult:
+def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), warm: WarmStart | None = None,
+                lam_hint=None) -> tuple[DecResult, WarmStart]:
     """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
 
-    See the module docstring. Returns a DecResult whose ``value`` = max_g mu (Delta - lam I)
-    e_g + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` certified over all
-    lam >= 0, ``omega`` the game's max-player mixture at the chosen lam (a warm start).
+    See the module docstring. ``warm`` starts every game of the first grid (default:
+    uniform mixtures).
 
     ``lam_hint`` (optional, may be traced): where lam* probably is (an agent's previous
     lam*). When it is > 0 the first chunk of ``lam_refine`` (>= 5) points becomes lam = 0,
@@ -363,12 +370,19 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
     spanning the whole range [hi * lam_lo_ratio, hi], so a basin away from the hint is still
     sampled and the branch and bound (and the certificate) still cover every lam >= 0; when it
     is <= 0, or ``lam_refine < 5``, the search is the plain one.
+
+    Returns:
+      ``(DecResult, WarmStart)``: the answer, whose ``value`` = max_g mu (Delta - lam I) e_g
+      + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` is certified over all
+      lam >= 0 and ``omega`` is the game's max-player mixture at the chosen lam; and the warm
+      start of the next search.
     """
-    return _search(gaps, info, eps2, config, mu0, omega0, lam_hint, None)[0]
+    result = _search(gaps, info, eps2, config, warm, lam_hint, None)[0]
+    return result, _next_start(result)
 
 
 def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, config: FiniteSolverConfig = FiniteSolverConfig(),
-                       mu0=None, omega0=None) -> tuple[DecResult, LambdaMemory]:
+                       warm: WarmStart | None = None) -> tuple[DecResult, LambdaMemory]:
     """:func:`solve_acdec` continued from the games an earlier search solved for the same
     matrices (:class:`LambdaMemory`; traceable, no checks).
 
@@ -386,15 +400,15 @@ def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, config: FiniteSol
       ``(DecResult, memory)``: the result and the memory to pass next time (the grid, and the
       ``config.memory`` refinement points with the smallest totals at this eps2).
     """
-    return _search(gaps, info, eps2, config, mu0, omega0, None, memory)
+    return _search(gaps, info, eps2, config, warm, None, memory)
 
 
-def _search(gaps, info, eps2, config, mu0, omega0, lam_hint, memory):
+def _search(gaps, info, eps2, config, warm, lam_hint, memory):
     k, m = gaps.shape
     dtype = gaps.dtype
     eps2 = jnp.asarray(eps2, dtype)
-    mu0 = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else jnp.asarray(mu0, dtype)
-    omega0 = jnp.full((m,), 1.0 / m, dtype) if omega0 is None else jnp.asarray(omega0, dtype)
+    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
+    mu0, omega0 = jnp.asarray(warm.mu, dtype), jnp.asarray(warm.omega, dtype)
     rng = lambda_range(gaps, info, eps2)
     scale = jnp.max(jnp.abs(gaps))
 
@@ -635,21 +649,27 @@ def _dtype(*xs):
     return dt if jnp.issubdtype(dt, jnp.floating) else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def _opt(x, dtype, name, size):
-    if x is None:
+def _warm(mu0, omega0, k, m, dtype):
+    """The warm start of the public functions' ``mu0`` / ``omega0`` (None: a cold start)."""
+    if mu0 is None and omega0 is None:
         return None
-    V.check_shape(name, x, (size,))
-    return jnp.asarray(x, dtype)
+    cold = WarmStart.cold(k, m, dtype)
+    if mu0 is not None:
+        V.check_shape("mu0", mu0, (k,))
+    if omega0 is not None:
+        V.check_shape("omega0", omega0, (m,))
+    return WarmStart(cold.mu if mu0 is None else jnp.asarray(mu0, dtype),
+                     cold.omega if omega0 is None else jnp.asarray(omega0, dtype), cold.step)
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
-def _offset_jit(gaps, info, lam, mu0, omega0, *, config):
-    return solve_offset(gaps, info, lam, config, mu0, omega0)
+def _offset_jit(gaps, info, lam, warm, *, config):
+    return solve_offset(gaps, info, lam, config, warm)[0]
 
 
 @functools.partial(jax.jit, static_argnames=("config",))
-def _acdec_jit(gaps, info, eps2, mu0, omega0, *, config):
-    return solve_acdec(gaps, info, eps2, config, mu0, omega0)
+def _acdec_jit(gaps, info, eps2, warm, *, config):
+    return solve_acdec(gaps, info, eps2, config, warm)[0]
 
 
 def matrices(model: finite_envs.FiniteModel, f, gap_type: str = "delta_f"):
@@ -734,7 +754,7 @@ def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _offset_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(lam, dtype),
-                       _opt(mu0, dtype, "mu0", k), _opt(omega0, dtype, "omega0", m), config=config)
+                       _warm(mu0, omega0, k, m, dtype), config=config)
 
 
 def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **options) -> DecResult:
@@ -780,4 +800,4 @@ def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **o
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),
-                      _opt(mu0, dtype, "mu0", k), _opt(omega0, dtype, "omega0", m), config=config)
+                      _warm(mu0, omega0, k, m, dtype), config=config)

@@ -57,7 +57,7 @@ from e2d_jax import _linalg
 from e2d_jax import _checks as V
 from e2d_jax.dec import frank_wolfe, lambda_search, saddle
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
-from e2d_jax.types import GAP_TYPES, DecResult, Status
+from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
 
 SOLVERS = ("saddle", "fw-grid", "saddle-grid")
 
@@ -327,26 +327,15 @@ def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gap_type="delta_f"):
 # Solvers in structure coordinates (used by the agents)
 
 
-class WarmStart(NamedTuple):
-    """What a solve hands to the next one (e.g. the next round's)."""
-
-    mu: jax.Array  # (K,)
-    omega: jax.Array  # (K,)
-    step: jax.Array  # () mirror-prox step (<= 0: automatic)
-
-
-def cold_start(k: int, dtype) -> WarmStart:
-    uniform = jnp.full((k,), 1.0 / k, dtype)
-    return WarmStart(uniform, uniform, jnp.zeros((), dtype))
-
-
 def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = LinearSolverConfig(),
                 warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
-    """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable.
+    """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable
+    (traceable; no argument checks).
 
-    Returns the DecResult and the WarmStart for the next solve.
+    Returns:
+      ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
     """
-    warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
+    warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
@@ -393,8 +382,13 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = L
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, config: LinearSolverConfig = LinearSolverConfig(),
                  warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
-    """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates."""
-    warm = cold_start(s.features.shape[0], s.features.dtype) if warm is None else warm
+    """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates
+    (traceable; no argument checks).
+
+    Returns:
+      ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
+    """
+    warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
@@ -453,7 +447,7 @@ def solver_config(solver: str = "saddle", **options) -> LinearSolverConfig:
 def _warm(mu0, omega0, k, dtype):
     if mu0 is None and omega0 is None:
         return None
-    cold = cold_start(k, dtype)
+    cold = WarmStart.cold(k, dtype=dtype)
     return WarmStart(cold.mu if mu0 is None else jnp.asarray(mu0, dtype),
                      cold.omega if omega0 is None else jnp.asarray(omega0, dtype), cold.step)
 

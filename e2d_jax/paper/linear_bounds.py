@@ -165,7 +165,7 @@ def check_instances(params, eps, *, batch: int = 64) -> BoundTable:
 
     @jax.jit
     def one(s, fr, e2):
-        res, _ = dec_linear.solve_acdec(s, fr, e2, cfg, dec_linear.cold_start(s.features.shape[0], fr.dtype))
+        res, _ = dec_linear.solve_acdec(s, fr, e2, cfg)
         return (res.value, res.lower_bound) + pac_dec(s, fr, e2)
 
     solve = jax.jit(jax.vmap(jax.vmap(one, in_axes=(None, None, 0)), in_axes=(0, 0, None)))

@@ -12,9 +12,12 @@ import pytest
 import e2d_jax as e2d
 from e2d_jax.agents import e2d_finite as finite_agents
 from e2d_jax.agents import e2d_linear as linear_agents
+from e2d_jax.dec import finite as dec_finite
+from e2d_jax.dec import linear as dec_linear
 from e2d_jax.envs import finite, linear
 from e2d_jax.paper import presets
 from e2d_jax.sim import simulate as sim_module
+from e2d_jax.types import WarmStart
 
 KEYS = e2d.instance_keys([0, 1, 2])
 
@@ -71,6 +74,39 @@ def test_one_name_per_meaning():
     # The default divergence is ||M(g - f)||^2 for the agents as for the DEC functions.
     for fn in (linear_agents.anytime_e2d, linear_agents.fixed_horizon_e2d):
         assert inspect.signature(fn).parameters["divergence"].default == "squared"
+
+
+def test_every_dec_solve_returns_the_answer_and_its_carry():
+    """Every traceable ``solve_*`` of ``e2d_jax.dec`` returns ``(DecResult, carry)``; the
+    carry is what the next call of the same function takes (traced only, nothing compiled)."""
+    lin = e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32).model
+    span, f_r = lin.span, jnp.zeros((lin.span.basis.shape[1],), jnp.float32)
+    fin = finite.multi_armed_bandit_class(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
+    gaps, info = dec_finite.matrices(fin.model, 0)
+    k, m = gaps.shape
+    memory = dec_finite.empty_memory(k, m, dec_finite.FiniteSolverConfig())
+    eps2, lam = jnp.float32(0.1), jnp.float32(1.0)
+    calls = {
+        "linear.solve_acdec": (lambda w: dec_linear.solve_acdec(span, f_r, eps2, warm=w), None),
+        "linear.solve_offset": (lambda w: dec_linear.solve_offset(span, f_r, lam, warm=w), None),
+        "finite.solve_acdec": (lambda w: dec_finite.solve_acdec(gaps, info, eps2, warm=w), None),
+        "finite.solve_offset": (lambda w: dec_finite.solve_offset(gaps, info, lam, warm=w), None),
+        "finite.solve_acdec_memory": (lambda c: dec_finite.solve_acdec_memory(gaps, info, eps2, c), memory),
+        "finite.solve_acdec_tracking": (lambda c: dec_finite.solve_acdec_tracking(gaps, info, eps2, c), lam),
+    }
+    public = {f"{mod.__name__.rsplit('.', 1)[1]}.{name}" for mod in (dec_linear, dec_finite)
+              for name in dir(mod) if name.startswith("solve_") and inspect.isfunction(getattr(mod, name))}
+    assert public == set(calls)
+    for name, (call, carry) in calls.items():
+        first = jax.eval_shape(call, carry)
+        assert isinstance(first, tuple) and len(first) == 2, name
+        result, carry_out = first
+        assert isinstance(result, e2d.DecResult), name
+        if carry is None:  # a warm start: the one of the next solve has the shapes of a cold one
+            assert isinstance(carry_out, WarmStart), name
+            assert jax.eval_shape(call, carry_out)[1] == carry_out, name
+        else:
+            assert jax.tree_util.tree_structure(carry_out) == jax.tree_util.tree_structure(carry), name
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

@@ -34,7 +34,7 @@ def random_problem(rng, k, m, t):
 
 @functools.lru_cache(maxsize=None)
 def _acdec_batched():
-    return jax.jit(jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e)))
+    return jax.jit(jax.vmap(lambda g, i, e: dec.solve_acdec(g, i, e)[0]))
 
 
 def _check_against_reference(problems, max_rel=1e-2, max_median=1e-3, num=200):
@@ -82,7 +82,7 @@ def test_acdec_within_1_percent_of_linprog_reference_sweep(k, m):
 def test_offset_dec_matches_linprog_and_certifies():
     rng = np.random.default_rng(1)
     gaps, info, _ = random_problem(rng, 5, 30, 10)
-    fn = jax.jit(jax.vmap(lambda lam: dec.solve_offset(jnp.asarray(gaps), jnp.asarray(info), lam)))
+    fn = jax.jit(jax.vmap(lambda lam: dec.solve_offset(jnp.asarray(gaps), jnp.asarray(info), lam)[0]))
     lams = jnp.array([0.0, 0.3, 3.0, 30.0, 300.0])
     res = fn(lams)
     for i, lam in enumerate(np.asarray(lams)):
@@ -220,7 +220,7 @@ def test_traced_infeasible_input_becomes_a_status_code():
     """Inside jit the feasibility check cannot run; the status says the answer is unusable."""
     g = jnp.ones((3, 4))
     i = jnp.ones((3, 4))
-    res = jax.jit(lambda g, i: dec.solve_acdec(g, i, 0.1))(g, i)
+    res, _ = jax.jit(lambda g, i: dec.solve_acdec(g, i, 0.1))(g, i)
     assert int(res.status) == 2
 
 
