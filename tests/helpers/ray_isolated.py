@@ -19,12 +19,20 @@ import pytest
 import executor_case as C
 from e2d_jax.experiments import SweepError, run_sweep, units
 from e2d_jax.experiments.executors import RayExecutor
+from e2d_jax.sim.simulate import enable_compilation_cache
 
 ray = pytest.importorskip("ray")
 
 
+#: One compilation cache for this process and its Ray workers (not the session's: a worker is
+#: killed part-way in one case, possibly while it writes an entry). The local run below fills
+#: it, so the workers load the programs it compiled instead of compiling them again.
+CACHE = tempfile.mkdtemp(prefix="e2d_jax_ray_cache_")
+
+
 @pytest.fixture(scope="module")
 def local_results(tmp_path_factory):
+    enable_compilation_cache(CACHE)
     return C.local_run(tmp_path_factory.mktemp("local") / "run")
 
 
@@ -32,9 +40,7 @@ def local_results(tmp_path_factory):
 def ray_instance():
     try:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 # Workers get a cache of their own: one of them is killed part-way, possibly
-                 # while writing a cache entry, and the CLI subprocesses share the session's.
-                 runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": tempfile.mkdtemp(prefix="e2d_jax_ray_cache_")}})
+                 runtime_env={"env_vars": {"E2D_JAX_CACHE_DIR": CACHE}})
     except Exception as err:  # noqa: BLE001 - a sandbox without shared memory or local ports
         pytest.skip(f"this machine cannot start a local Ray instance: {type(err).__name__}: {err}")
     yield ray

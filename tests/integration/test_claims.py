@@ -15,10 +15,15 @@ from e2d_jax.plotting import save
 from e2d_jax.sim.simulate import simulate
 
 
-def _first_info(agent, params):
-    state = agent.init(jax.random.key(0), params.model)
-    _, _, info = agent.act(jax.random.key(1), state, params.model)
-    return info
+def _first_eps2(factory, params, scales):
+    """eps_1^2 of the agents ``factory(eps2_scale=c)`` for each c (the scale traced)."""
+    def first(c):
+        agent = factory(eps2_scale=c)
+        state = agent.init(jax.random.key(0), params.model)
+        return agent.act(jax.random.key(1), state, params.model)[2].eps2
+
+    run = jax.jit(first)
+    return [float(run(c)) for c in scales]
 
 
 def test_schedule_choice_and_scale_reach_the_agent():
@@ -29,8 +34,7 @@ def test_schedule_choice_and_scale_reach_the_agent():
     for schedule in ("dim", "rank"):
         factory = registry.agent_factory("anytime-e2d", horizon=100, options={"eps2_schedule": schedule},
                                          family=family)
-        for c in (0.1, 1.0):
-            eps2[schedule, c] = float(_first_info(factory(eps2_scale=c), params).eps2)
+        eps2[schedule, 0.1], eps2[schedule, 1.0] = _first_eps2(factory, params, (0.1, 1.0))
     assert eps2["dim", 1.0] == pytest.approx(30.0)  # d / t at t = 1
     assert eps2["dim", 0.1] == pytest.approx(0.1 * eps2["dim", 1.0], rel=1e-12)
     assert eps2["rank", 1.0] == pytest.approx(10.0)  # r / t

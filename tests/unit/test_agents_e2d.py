@@ -39,7 +39,7 @@ def test_agent_follows_the_dec_solution():
     agent = anytime_e2d(solver=L.LinearSolverConfig(maxiter=4000, check_every=25, rtol=1e-6), divergence="kl")
     model = params.model
     state = agent.init(jax.random.key(0), model)
-    _, state, info = agent.act(jax.random.key(1), state, model)
+    _, state, info = jax.jit(agent.act)(jax.random.key(1), state, model)
     ref = L.linear_acdec(model.features, model.grams, jnp.zeros(3), 2 * 3.0, rtol=1e-6, maxiter=4000)
     np.testing.assert_allclose(float(info.value), float(ref.value), rtol=1e-5)
     # KL convention: lambda_KL = 2 sigma^2 lambda_squared.
@@ -129,7 +129,8 @@ def test_conformance(agent_name, env_name):
     assert int(a.invalid_rounds.sum()) == 0
     for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
         np.testing.assert_array_equal(x, y)
-    state = agent.init(jax.random.key(0), params.model)
-    _, new_state, _ = agent.act(jax.random.key(1), state, params.model)
+    # Shapes and dtypes only: traced, not run.
+    state = jax.eval_shape(agent.init, jax.random.key(0), params.model)
+    _, new_state, _ = jax.eval_shape(agent.act, jax.random.key(1), state, params.model)
     for x, y in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(new_state)):
         assert x.shape == y.shape and x.dtype == y.dtype
