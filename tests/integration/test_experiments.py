@@ -101,10 +101,10 @@ name = "killed"
 env = "semi-bandit"
 d = 3
 arms = 6
-horizon = 200
-seeds = 96
+horizon = 60
+seeds = 384
 instances = 2
-record_every = 50
+record_every = 20
 chunk_size = 8
 [[agents]]
 name = "anytime-e2d"
@@ -126,7 +126,7 @@ def test_sigkill_then_resume_is_bit_identical(tmp_path):
     """A sweep killed with SIGKILL part-way and resumed gives per-seed results bit-identical to
     an uninterrupted run; nothing is lost or duplicated and half-written files are ignored."""
     spec_path = tmp_path / "kill.toml"
-    spec_path.write_text(KILL_SPEC.replace("seeds = 96", "seeds = 384"))  # 48 units: the kill lands mid-run
+    spec_path.write_text(KILL_SPEC)  # 48 units: the kill lands mid-run
     env = _private_cache_env(tmp_path)
     cmd = [sys.executable, "-m", "e2d_jax.cli", "sweep", str(spec_path), "--quiet", "--host-devices", "1"]
     killed, full = tmp_path / "killed", tmp_path / "full"

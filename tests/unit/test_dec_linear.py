@@ -207,10 +207,11 @@ def test_two_point_formula_is_the_min_over_lambda():
     import scipy.optimize as so
 
     rng = np.random.default_rng(0)
+    mixture = jax.jit(L.max_sqrt_mixture)
     for _ in range(100):
         k = int(rng.integers(2, 12))
         a, c, eps = rng.normal(size=k), rng.uniform(0.01, 3, k), float(rng.uniform(0.01, 3))
-        value, omega, y = L.max_sqrt_mixture(jnp.asarray(a), jnp.asarray(c), eps)
+        value, omega, y = mixture(jnp.asarray(a), jnp.asarray(c), eps)
         f = lambda s: np.max(a + c / (4 * np.exp(s))) + np.exp(s) * eps**2
         grid = np.linspace(-15, 15, 3001)
         s0 = grid[np.argmin([f(x) for x in grid])]
