@@ -107,14 +107,28 @@ class Agent(NamedTuple):
       config: a hashable description of the agent's configuration (name and
         hyperparameters), or None. Two agents with equal ``config`` compute the same thing,
         so :func:`e2d_jax.simulate` reuses one compiled rollout for both; the library's
-        factories set it, an agent written by hand may leave it None (then the compiled
-        rollout is kept for that object only).
+        factories set it (from the resolved arguments, defaults filled in; a :class:`ByFamily`
+        for the agents that pick their implementation by model family), an agent written by
+        hand may leave it None (then the compiled rollout is kept for that object only).
     """
 
     init: Callable[[jax.Array, PyTree], PyTree]
     act: Callable[[jax.Array, PyTree, PyTree], tuple[jax.Array, PyTree, PyTree]]
     update: Callable[[PyTree, jax.Array, jax.Array, PyTree], PyTree]
     config: Hashable | None = None
+
+
+class ByFamily(NamedTuple):
+    """The ``config`` of an agent that picks its implementation by model family (the
+    library's ``anytime_e2d``, ``ucb``, ...): the configuration of each family's agent, so that
+    on a given family it is the same agent as that family's own factory with the same resolved
+    arguments (and shares its compiled rollout)."""
+
+    configs: tuple  # ((family, config), ...) sorted by family
+
+    def for_family(self, family: str | None) -> Hashable | None:
+        """The configuration on ``family``, or None where it is unknown."""
+        return dict(self.configs).get(family)
 
 
 class ActInfo(NamedTuple):

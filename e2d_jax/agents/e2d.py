@@ -20,7 +20,7 @@ import inspect
 from e2d_jax import _checks as V
 from e2d_jax.agents import e2d_finite, e2d_linear
 from e2d_jax.envs.family import family_of
-from e2d_jax.types import Agent
+from e2d_jax.types import Agent, ByFamily
 
 
 def _accepted(build) -> set:
@@ -61,7 +61,7 @@ def _dispatch(name: str, builders: dict, kwargs: dict) -> Agent:
         init=lambda key, model: pick(model).init(key, model),
         act=lambda key, state, model: pick(model).act(key, state, model),
         update=lambda state, action, obs, model: pick(model).update(state, action, obs, model),
-        config=V.config_key(name, **kwargs),
+        config=ByFamily(tuple(sorted((family, agent.config) for family, agent in agents.items()))),
     )
 
 

@@ -29,9 +29,9 @@ import numpy as np
 from jax import lax
 
 from e2d_jax import _checks as V
-from e2d_jax.envs.family import environment_of
+from e2d_jax.envs.family import environment_of, params_family
 from e2d_jax.sim.rollout import RolloutResult, check_agent, check_run_args, record_rounds, rollout, run_keys
-from e2d_jax.types import Agent, Environment, PyTree
+from e2d_jax.types import Agent, ByFamily, Environment, PyTree
 
 
 class Simulation(NamedTuple):
@@ -192,11 +192,13 @@ def _signature(tree):
     return treedef, tuple((tuple(np.shape(x)), str(jnp.result_type(x))) for x in leaves)
 
 
-def _agent_key(agent):
+def _agent_key(agent, family=None):
     """What identifies an agent (or factory) in the compiled-rollout cache: its configuration
-    where one is known, else the object itself."""
+    where one is known (for an agent that picks its implementation by model family, that of
+    the family run), else the object itself."""
     if isinstance(agent, Agent):
-        return ("agent", agent.config) if agent.config is not None else ("object", id(agent), agent)
+        config = agent.config.for_family(family) if isinstance(agent.config, ByFamily) else agent.config
+        return ("agent", config) if config is not None else ("object", id(agent), agent)
     if isinstance(agent, functools.partial):
         try:
             key = ("partial", agent.func, agent.args, tuple(sorted(agent.keywords.items())))
@@ -292,7 +294,7 @@ def simulate(
     # Pad by repeating the seed indices cyclically (the padding is run and discarded).
     padded = np.resize(indices, n_batches * batch)
 
-    cache_key = (env, _agent_key(agent), horizon, record_every, batch, tuple(d.id for d in device_list), instances,
+    cache_key = (env, _agent_key(agent, params_family(params)), horizon, record_every, batch, tuple(d.id for d in device_list), instances,
                  tuple(sorted(hp)), _signature(params), _signature(hp))
     t0 = time.perf_counter()
     compiled = _COMPILED.get(cache_key)

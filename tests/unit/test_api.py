@@ -326,6 +326,8 @@ def test_the_default_divergence_is_the_squared_norm_everywhere():
     library = e2d.simulate(params, e2d.anytime_e2d(eps2_schedule="dim"), horizon=40, num_seeds=4)
     preset = e2d.simulate(params, exp.agents["anytime-e2d"], horizon=40, num_seeds=4)
     np.testing.assert_array_equal(library.result.regret, preset.result.regret)
+    # The same resolved configuration: the preset runs the library agent's compiled rollout.
+    assert preset.compile_seconds == 0.0
     kl = presets.experiment("exp1", conventions="paper-text").agents["anytime-e2d"]
     np.testing.assert_array_equal(
         e2d.simulate(params, kl, horizon=40, num_seeds=4).result.info.eps2,
