@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 
-from e2d_jax import _checks as V
 from e2d_jax.agents import e2d_finite, e2d_linear
 from e2d_jax.envs.family import family_of
 from e2d_jax.types import Agent, ByFamily
