@@ -114,12 +114,10 @@ grid = { eps2_scale = [0.5, 1.0] }
 
 def _private_cache_env(tmp_path):
     """The environment for a CLI process that a test kills or interrupts: no forced devices,
-    and a compilation cache of its own. JAX writes a cache entry with a plain write_bytes, so
+    compiled for a long run, and a compilation cache of its own. JAX writes a cache entry with a plain write_bytes, so
     a process killed mid-write leaves a truncated entry, which must not reach the session's
     shared cache (other processes would load it)."""
-    env = procs.cli_env()
-    env["E2D_JAX_CACHE_DIR"] = str(tmp_path / "jax-cache")
-    return env
+    return procs.cli_env(long_run=True, E2D_JAX_CACHE_DIR=str(tmp_path / "jax-cache"))
 
 
 def test_sigkill_then_resume_is_bit_identical(tmp_path):

@@ -2,6 +2,7 @@
 language (every builder vmaps over its array arguments, every agent takes traced
 hyperparameters, the DEC functions take a model or arrays), clear messages for common
 mistakes, and a rollout compiled once per configuration."""
+import functools
 import inspect
 
 import jax
@@ -169,11 +170,26 @@ def _close_per_cell(sim, factory, hparams, params):
     np.testing.assert_allclose(sim.result.regret[c], alone.result.regret, rtol=1e-5)
 
 
+#: One instance per family for the grid runs below (the same shapes and agents, so the tests of
+#: this file share each compiled rollout).
+GRID_PARAMS = {
+    "linear": lambda: e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32),
+    "finite": lambda: e2d.revealing_class(e2d.instance_key(0), 4, 6, gain=2.0, dtype=jnp.float32),
+}
+
+
+@functools.cache
+def _grid_run(family, name):
+    """``name``'s agent of ``family`` with its grid of traced hyperparameters: 12 rounds, 3 seeds."""
+    factory, hp = (LINEAR_GRIDS if family == "linear" else FINITE_GRIDS)[name]
+    params = GRID_PARAMS[family]()
+    return params, e2d.simulate(params, factory, horizon=12, num_seeds=3, record_every=4, hparams=hp)
+
+
 @pytest.mark.parametrize("name", sorted(LINEAR_GRIDS))
 def test_linear_agents_take_traced_hyperparameters(name):
     factory, hp = LINEAR_GRIDS[name]
-    params = e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
-    sim = e2d.simulate(params, factory, horizon=12, num_seeds=3, record_every=4, hparams=hp)
+    params, sim = _grid_run("linear", name)
     assert sim.result.regret.shape == (2, 3, 3)
     assert np.all(np.asarray(sim.result.invalid_rounds) == 0)
     if name in COMPARE_ALONE:
@@ -183,8 +199,7 @@ def test_linear_agents_take_traced_hyperparameters(name):
 @pytest.mark.parametrize("name", sorted(FINITE_GRIDS))
 def test_finite_agents_take_traced_hyperparameters(name):
     factory, hp = FINITE_GRIDS[name]
-    params = e2d.revealing_class(e2d.instance_key(0), 4, 6, gain=2.0, dtype=jnp.float32)
-    sim = e2d.simulate(params, factory, horizon=12, num_seeds=3, record_every=4, hparams=hp)
+    params, sim = _grid_run("finite", name)
     assert sim.result.regret.shape == (2, 3, 3)
     assert np.all(np.asarray(sim.result.invalid_rounds) == 0)
     if name in COMPARE_ALONE - {"anytime_e2d"}:  # the finite global search compiles slowly
@@ -192,23 +207,24 @@ def test_finite_agents_take_traced_hyperparameters(name):
 
 
 def test_eps2_scale_reaches_the_agent():
-    """An agent built with c = 0.1 has one tenth the eps_t^2 of c = 1, in its info."""
-    params = e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
-    sim = e2d.simulate(params, e2d.anytime_e2d, horizon=6, num_seeds=2, record_every=3,
-                       hparams={"eps2_scale": [0.1, 1.0]})
-    eps2 = np.asarray(sim.result.info.eps2)  # (cells, seeds, rounds 3 and 6)
-    np.testing.assert_allclose(eps2[1, 0], [3 / 3, 3 / 6], rtol=1e-6)  # d / t
-    np.testing.assert_allclose(eps2[0], 0.1 * eps2[1], rtol=1e-6)
+    """An agent built with c = 0.3 has 0.3 times the eps_t^2 of c = 1, in its info."""
+    _, sim = _grid_run("linear", "anytime_e2d")  # eps2_scale in [0.3, 1.0]
+    eps2 = np.asarray(sim.result.info.eps2)  # (cells, seeds, rounds 4, 8 and 12)
+    np.testing.assert_allclose(eps2[1, 0], [3 / 4, 3 / 8, 3 / 12], rtol=1e-6)  # d / t
+    np.testing.assert_allclose(eps2[0], 0.3 * eps2[1], rtol=1e-6)
 
 
 def test_same_names_and_defaults_on_both_families():
-    lin = e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
-    fin = e2d.revealing_class(e2d.instance_key(0), 4, 6, dtype=jnp.float32)
-    agent = e2d.anytime_e2d(eps2_scale=0.5)
-    for params, eps2_1 in ((lin, 0.5 * 3), (fin, 0.5 * np.log(6))):
-        sim = e2d.simulate(params, agent, horizon=2, num_seeds=1, record_every=1)
+    """``e2d.anytime_e2d`` runs on both families with the same names: the same info type and
+    eps_t^2 = c beta / t with the family's beta (d for linear models, log|M| for classes)."""
+    agent = e2d.anytime_e2d(eps2_scale=0.5)  # one object, either family
+    for family, beta in (("linear", 3), ("finite", np.log(6))):
+        params, sim = _grid_run(family, "anytime_e2d")  # eps2_scale in [0.3, 1.0] on both
         assert isinstance(sim.result.info, e2d.E2DInfo)
-        np.testing.assert_allclose(sim.result.info.eps2[0, 0], eps2_1, rtol=1e-6)
+        np.testing.assert_allclose(sim.result.info.eps2[:, 0, 0], [0.3 * beta / 4, beta / 4], rtol=1e-6)
+        state = jax.eval_shape(agent.init, jax.random.key(0), params.model)
+        _, _, info = jax.eval_shape(agent.act, jax.random.key(1), state, params.model)
+        assert isinstance(info, e2d.E2DInfo)
 
 
 def test_dec_functions_take_a_model_or_arrays():

@@ -1,4 +1,3 @@
-import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -7,6 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+import procs
 
 from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.agents.ts import thompson_sampling
@@ -109,7 +110,8 @@ def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
     )
     outs = {}
     for n_dev in (1, 4):
-        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={n_dev}")
+        env = procs.cli_env()  # the run's other XLA flags (its optimisation level) kept
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={n_dev}".strip()
         prefix = str(tmp_path / f"d{n_dev}")
         proc = subprocess.run([sys.executable, "-c", code, prefix], env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
