@@ -176,7 +176,7 @@ def exp1_report(out):
                       "not > tuned E2D (95%)", instances=len(holds), lower=float(holds.mean()),
                       lower_95=float((w_mis["significant"] & ~wins(inst, tuned, [anytime])["significant"]).mean()),
                       higher_95=w_tuned["worse_significant"], median_margin=float("nan")))
-    if f"anytime-e2d-kl" in cells and f"e2d-n{n}-kl" in cells:
+    if "anytime-e2d-kl" in cells and f"e2d-n{n}-kl" in cells:
         claim.append(_row(inst, "anytime-e2d-kl", [f"e2d-n{n}-kl"], convention="paper-text"))
     return tuning, pd.DataFrame(claim)
 

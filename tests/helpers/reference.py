@@ -171,7 +171,7 @@ def linear_acdec_reference(features, grams, f_hat, eps2, *, num=30, lam_range=(1
     vals = [v(s) for s in grid]
     i = int(np.argmin(vals))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, num - 1)]
-    res = so.minimize_scalar(v, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
+    so.minimize_scalar(v, bounds=(lo, hi), method="bounded", options={"xatol": 1e-5})
     best = min(cache, key=lambda s: cache[s][0])
     return cache[best][0], float(np.exp(best)), cache[best][1]
 

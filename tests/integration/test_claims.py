@@ -80,7 +80,7 @@ def test_sensitivity_presets_have_their_grids_and_sizes():
         for hp, agent in (("eps2_scale", "anytime-e2d"), ("lam_scale", f"e2d-n{spec.horizon}")):
             values = np.asarray(grids[agent][hp])
             assert values.size >= 7 and values.max() / values.min() >= 100 - 1e-9 and 1.0 in values
-        assert {f"anytime-e2d-kl", f"e2d-n{spec.horizon}-kl", "ucb", "ts"} <= set(grids)
+        assert {"anytime-e2d-kl", f"e2d-n{spec.horizon}-kl", "ucb", "ts"} <= set(grids)
         assert dict(dict((a.label, a.options) for a in spec.agents)["anytime-e2d-kl"])["divergence"] == "kl"
     for env in presets.DISTRIBUTIONS:
         spec = presets.exp2_candidates(env)

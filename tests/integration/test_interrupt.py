@@ -2,7 +2,6 @@
 hint and no traceback or crash, keeping every finished chunk; the sweep then resumes to its
 full table. Interrupted during compilation, right after a unit was written and inside a unit,
 twice each, on one and on two host devices."""
-import os
 import signal
 import subprocess
 import sys

@@ -1,7 +1,6 @@
 """Table 1's linear row and the linear bounds of Section 3.3 against certified DEC values; the
 design constant Omega against cvxpy (Clarabel) and the Kiefer-Wolfowitz theorem."""
 import cvxpy as cp
-import jax
 import numpy as np
 import pytest
 

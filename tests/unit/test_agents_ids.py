@@ -9,7 +9,7 @@ import pytest
 import e2d_jax as e2d
 from e2d_jax.agents import ids as I
 from e2d_jax.envs import finite, linear, zoo
-from e2d_jax.estimators import ewa, ridge
+from e2d_jax.estimators import ridge
 from e2d_jax.sim.rollout import instance_key, rollout, run_keys
 
 RNG = np.random.default_rng(0)

@@ -1,14 +1,11 @@
 """The instance zoo: every instance's gaps and optimal action from its definition, and every
 partial-monitoring game's observability claim checked by an independent classification
 (cells, neighbours and signal spans, ``reference.observability``)."""
-import itertools
-
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from e2d_jax.envs import finite, linear, zoo
+from e2d_jax.envs import linear, zoo
 from e2d_jax.experiments import registry
 from e2d_jax.sim.rollout import instance_key, instance_keys
 from reference import observability
