@@ -26,10 +26,10 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent / "helpers"))
 jax.config.update("jax_enable_x64", True)
 os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))
 
-#: XLA's CPU backend optimisation level of the default run (``-m 'not slow'``): level 0
-#: compiles a rollout in a fraction of the time of the default level, and the tests' problems
-#: are small, so the run is shorter at level 0 than at level 1 or the default; the few tests
-#: whose processes run long sweeps compile those processes at level 1 (``procs.cli_env``).
+#: XLA's CPU backend optimisation level of the default run (``-m 'not slow'``): level 0. The
+#: tests' problems are small, so compiling, not running, takes their time, and the default run
+#: is shorter at level 0 than at level 1; the few tests whose processes run long sweeps compile
+#: those processes at level 1 (``procs.cli_env(long_run=True)``).
 #: Every tolerance holds at any level; the slow run (any other ``-m``) compiles as users do,
 #: and is where the per-seed invariance across device counts is checked. ``E2D_JAX_TEST_XLA``
 #: replaces the flag.
