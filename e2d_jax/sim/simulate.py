@@ -90,42 +90,56 @@ class PerDeviceRollout:
     Not ``jit`` with sharded inputs, nor ``shard_map``: their partitioned programs round some
     values differently from the one-device program, so a seed's bits would change with the
     device count. The one-device program on each device gives every seed the same bits on any
-    number of devices; each device is driven from its own thread (JAX releases the GIL while a
+    number of devices; each slice is driven from its own thread (JAX releases the GIL while a
     computation runs). Same interface as a jitted function: ``.lower(keys, params, hp).compile()``
     then call; outputs are NumPy arrays.
+
+    Host devices compile once: on CPU every slice runs the first device's executable, each
+    from its own thread (XLA's CPU client runs a computation in the calling thread, so the
+    slices run at once, as on separate devices). A CPU executable is bound to the device it
+    was compiled for, so running it on the first device is what lets one compile serve every
+    slice; other platforms compile one executable per device.
     """
 
     def __init__(self, jitted, devices, seed_axis: int, compiled=None, sequential=False):
         self.jitted, self.devices, self.seed_axis, self.compiled = jitted, list(devices), seed_axis, compiled
         self.sequential = sequential
+        # The device each slice runs on: the first for host devices (one executable for all).
+        self.targets = [self.devices[0]] * len(self.devices) if self.devices[0].platform == "cpu" else self.devices
 
     def _slices(self, keys, params, hp):
         n = len(self.devices)
         per = keys.shape[0] // n
-        for i, dev in enumerate(self.devices):
+        for i, dev in enumerate(self.targets):
             put = lambda x, dev=dev: jax.device_put(x, dev)
             yield dev, put(keys[i * per:(i + 1) * per]), jax.tree_util.tree_map(put, params), \
                 jax.tree_util.tree_map(put, hp)
 
     def lower(self, keys, params, hp):
-        self._lowered = [self.jitted.lower(k, p, h) for _, k, p, h in self._slices(keys, params, hp)]
+        # One lowering per distinct target device (one for host devices).
+        lowered = {}
+        for dev, k, p, h in self._slices(keys, params, hp):
+            if dev.id not in lowered:
+                lowered[dev.id] = self.jitted.lower(k, p, h)
+        self._lowered = lowered
         # Two LAPACK calls at once on two forced host devices can deadlock (TS at d = 30, the
-        # Cholesky factor of a 30 x 30 matrix): such programs run one device at a time.
-        self._sequential = (self.devices[0].platform == "cpu"
-                            and "lapack" in self._lowered[0].as_text().lower())
+        # Cholesky factor of a 30 x 30 matrix): such programs run one slice at a time.
+        first = next(iter(lowered.values()))
+        self._sequential = self.devices[0].platform == "cpu" and "lapack" in first.as_text().lower()
         return self
 
     def compile(self):
+        by_device = {dev_id: lowered.compile() for dev_id, lowered in self._lowered.items()}
         return PerDeviceRollout(self.jitted, self.devices, self.seed_axis,
-                                [lowered.compile() for lowered in self._lowered], self._sequential)
+                                [by_device[dev.id] for dev in self.targets], self._sequential)
 
     def __call__(self, keys, params, hp):
         fns = self.compiled or [self.jitted] * len(self.devices)
         if self.sequential:
             outs = [jax.device_get(fn(*args[1:])) for fn, args in zip(fns, self._slices(keys, params, hp))]
             return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=self.seed_axis), *outs)
-        # One thread per device: XLA's CPU client runs a computation in the calling thread,
-        # so dispatching from one thread would run the devices one after the other.
+        # One thread per slice: XLA's CPU client runs a computation in the calling thread,
+        # so dispatching from one thread would run the slices one after the other.
         with concurrent.futures.ThreadPoolExecutor(len(fns)) as pool:
             futures = [pool.submit(lambda fn, a: jax.device_get(fn(*a[1:])), fn, args)
                        for fn, args in zip(fns, self._slices(keys, params, hp))]
@@ -267,8 +281,9 @@ def simulate(
 
     Devices: on a multi-device host (GPUs, or CPU with
     ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` set before JAX starts) each call
-    gives every device ``lanes`` seeds (:class:`PerDeviceRollout`); per-seed results do not
-    depend on the device count.
+    gives every device ``lanes`` seeds (:class:`PerDeviceRollout`; host devices share one
+    compiled program, run from one thread each); per-seed results do not depend on the
+    device count.
     """
     env = _check_inputs(params, agent, hparams, env)
     horizon, record_every = check_run_args(horizon, record_every)

@@ -122,6 +122,36 @@ def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
         np.testing.assert_array_equal(a, b)
 
 
+def test_host_devices_compile_once(tmp_path):
+    """On 4 host devices the batched rollout compiles one executable, which every device's
+    slice runs, and its seeds equal the one-device program's, bit for bit."""
+    code = (
+        "import jax, jax.monitoring, numpy as np\n"
+        "import e2d_jax as e\n"
+        "from e2d_jax.envs.family import environment_of\n"
+        "from e2d_jax.sim.rollout import run_keys\n"
+        "from e2d_jax.sim.simulate import make_batched_rollout\n"
+        "compiles = []\n"
+        "jax.monitoring.register_event_duration_secs_listener(\n"
+        "    lambda name, secs, **kw: compiles.append(name) if name.endswith('backend_compile_duration') else None)\n"
+        "p = e.semi_bandit(e.instance_key(0), 3, 6)\n"
+        "keys = run_keys(0, np.arange(8))\n"
+        "make = lambda devices: make_batched_rollout(environment_of(p, None), e.thompson_sampling(), 12, 4, 8, devices)\n"
+        "lowered = make(jax.devices()).lower(keys, p, ())\n"
+        "before = len(compiles)\n"
+        "many = lowered.compile()\n"
+        "print(len(jax.devices()), len(compiles) - before)\n"
+        "one = make(jax.devices()[:1]).lower(keys, p, ()).compile()\n"
+        "a, b = jax.device_get(many(keys, p, ())), jax.device_get(one(keys, p, ()))\n"
+        "assert all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))\n"
+    )
+    env = procs.cli_env()
+    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["4", "1"]
+
+
 def test_instance_and_run_streams_are_distinct():
     """Regression: the keys that draw an instance (split of its key) are never run keys of the
     same seed value."""
