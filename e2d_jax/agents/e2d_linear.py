@@ -187,11 +187,11 @@ def fixed_horizon_e2d(
       horizon: n, to set lambda = lam_scale * sqrt(n / (4 log n)) (:func:`horizon_lambda`).
       lam: lambda in the agent's divergence convention, instead of ``horizon`` (may be traced).
       lam_scale: m > 0 multiplying lambda (may be traced; 1 by default).
-      divergence: as in :func:`anytime_e2d` (``"fw-grid"`` means plain
-      gap_type: see ``divergence``.
-      solver: see ``divergence``.
-      reg: see ``divergence``.
-        smoothed Frank-Wolfe here: there is no lambda to search).
+      divergence: as in :func:`anytime_e2d`.
+      gap_type: as in :func:`anytime_e2d`.
+      solver: as in :func:`anytime_e2d` (``"fw-grid"`` means plain smoothed Frank-Wolfe
+        here: there is no lambda to search).
+      reg: as in :func:`anytime_e2d`.
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
