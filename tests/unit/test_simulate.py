@@ -96,15 +96,15 @@ def test_nonfinite_seed_is_counted_not_spread():
 
 
 def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
-    """Regression: with 4 devices a batch of 1 seed is padded to 4 (more padding than seeds);
-    the results equal the single-device ones (also for 5 seeds, padded to 8: sharding does
-    not change any seed)."""
+    """Regression: at 2 lanes a call of 1 seed is padded to 2 (more padding than seeds), and 5
+    seeds on 4 devices fill 3 of them, padded to 6; the results equal the single-device ones
+    (splitting over devices does not change any seed)."""
     code = (
         "import jax, numpy as np, sys\n"
         "import e2d_jax as e\n"
         "p = e.semi_bandit(e.instance_key(0), 3, 6)\n"
         "for n in (1, 5):\n"
-        "    s = e.simulate(p, e.thompson_sampling(), horizon=12, num_seeds=n, record_every=4)\n"
+        "    s = e.simulate(p, e.thompson_sampling(), horizon=12, num_seeds=n, record_every=4, lanes=2)\n"
         "    np.save(sys.argv[1] + f'_{n}.npy', s.result.regret)\n"
         "print(len(jax.devices()))\n"
     )
