@@ -2,7 +2,8 @@
 
 Randomness (:func:`run_keys`): seed ``i`` of a simulation with master seed ``s`` uses the key
 ``fold_in(fold_in(key(s), RUN_STREAM), i)``; round ``t`` (1-based) of that run uses
-``fold_in(key_rounds, t)`` split into ``(key_act, key_obs)``. Random instances are drawn from
+``fold_in(key_rounds, t)`` split into ``(key_act, key_obs)`` (derived for a block of
+rounds at once, the same keys). Random instances are drawn from
 ``instance_key(s) = fold_in(key(s), INSTANCE_STREAM)``, a different stream, so an instance
 seed and a run seed of the same value never share keys. A seed's trajectory depends only on
 ``(s, i)``, never on how many seeds run beside it or how they are batched.
@@ -211,9 +212,9 @@ def rollout(
     stats = SolverStats(jnp.zeros((NUM_STATUS,), jnp.int32), jnp.zeros((NUM_GAP_BINS,), jnp.int32))
     carry = (state, zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
 
-    def step(carry, t):
+    def step(carry, keys):
         state, total, comp, counts, stats = carry
-        key_act, key_obs = jax.random.split(jax.random.fold_in(key_rounds, t))
+        key_act, key_obs = keys
         action, state, info = agent.act(key_act, state, model)
         check_step_outputs(action, info)
         # An action outside [0, K) invalidates the seed (its status says why); the environment
@@ -234,7 +235,10 @@ def rollout(
         return (state, new_total, comp, counts, SolverStats(status_counts, hist)), info
 
     def block(carry, ts):
-        carry, infos = lax.scan(step, carry, ts)
+        # The keys of a block's rounds in one batched draw (the same keys as one round at a
+        # time: threefry hashes each counter on its own), so a round runs no key derivation.
+        keys = jax.vmap(lambda t: tuple(jax.random.split(jax.random.fold_in(key_rounds, t))))(ts)
+        carry, infos = lax.scan(step, carry, keys)
         last = jax.tree_util.tree_map(lambda x: x[-1], infos)
         return carry, (carry[1], last)
 
