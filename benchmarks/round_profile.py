@@ -3,7 +3,8 @@
 What: builds the rollout that ``simulate`` compiles for a case of ``compile_time.py``
 (``exp1``, ``exp2``, ``finite-mab``, ``finite-revealing``; Anytime-E2D with the command
 line's options, ``--lanes`` = 64 seeds per call, one device, float32), runs it once to warm
-up, then once for ``--horizon`` rounds under ``jax.profiler.trace`` and reads the trace back
+up, then once for ``--horizon`` rounds (a multiple of the rollout's ``KEY_BLOCK``, so that every
+round runs the same copy of the loop body) under ``jax.profiler.trace`` and reads the trace back
 with ``jax.profiler.ProfileData``. XLA's CPU runtime records every thunk it executes (a fusion,
 a dot, a copy, a library call, a loop) as one event, so the trace gives the *executed*
 operations, where ``compile_time.py`` counts the program's text (a loop body once):
@@ -17,24 +18,24 @@ operations, where ``compile_time.py`` counts the program's text (a loop body onc
 The JSON keeps the wall time of the profiled call, which is mostly the profiler's own cost:
 speed is measured by ``cli_two_horizon.py`` (through the command line, versions alternated).
 
-Run:  python benchmarks/round_profile.py [--cases exp1,exp2] [--horizon 200] [--top 12] [--json OUT]
+Run:  python benchmarks/round_profile.py [--cases exp1,exp2] [--horizon 256] [--top 12] [--json OUT]
 
 Typical printout (2-core shared x86-64 CPU, jax 0.10.2, e2d_jax 0.3.0, ``--top 6``;
 ``results/cpu-2core/round_profile.log``)::
 
-    exp1: 1,182 thunks/round (64 lanes, 200 rounds)
-      executed 1x a round: 251 thunks (251 a round, 21%)
-      executed 5x a round: 64 thunks (320 a round, 27%)
-      executed 10x a round: 61 thunks (610 a round, 52%)
-        is-finite_and_fusion                       10.0/round    13.36 ms profiled
+    exp1: 1,013 thunks/round (64 lanes, 256 rounds)
+      executed 0x a round: 141 thunks (7 a round, 1%)
+      executed 1x a round: 236 thunks (236 a round, 23%)
+      executed 5x a round: 32 thunks (160 a round, 16%)
+      executed 10x a round: 61 thunks (610 a round, 60%)
         ...
-    exp2: 2,120 thunks/round (64 lanes, 200 rounds)
-      executed 1x a round: 519 thunks (519 a round, 24%)
-      executed 5x a round: 64 thunks (320 a round, 15%)
-      executed 10x a round: 128 thunks (1,280 a round, 60%)
+    exp2: 1,951 thunks/round (64 lanes, 256 rounds)
+      ...
+      executed 10x a round: 128 thunks (1,280 a round, 66%)
 
 On the linear shapes the thunks executed ten times a round are the mirror-prox steps and those
-executed five times the random draws (JAX's threefry runs as a loop of five on CPU).
+executed five times the round's two random draws (JAX's threefry runs as a loop of five on CPU);
+those run less than once a round derive the round keys of 32 rounds at a time.
 """
 import argparse, collections, glob, json, os, sys, tempfile, time
 
@@ -88,11 +89,14 @@ def profile_case(case: str, horizon: int, lanes: int, top: int) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default="exp1,exp2")
-    ap.add_argument("--horizon", type=int, default=200)
+    ap.add_argument("--horizon", type=int, default=256)
     ap.add_argument("--lanes", type=int, default=64)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    from e2d_jax.sim.rollout import KEY_BLOCK
+    if args.horizon <= 0 or args.horizon % KEY_BLOCK:
+        ap.error(f"--horizon must be a positive multiple of {KEY_BLOCK} (the rollout's KEY_BLOCK), got {args.horizon}")
     out = []
     for case in args.cases.split(","):
         r = profile_case(case, args.horizon, args.lanes, args.top)

@@ -2,7 +2,7 @@
 
 Randomness (:func:`run_keys`): seed ``i`` of a simulation with master seed ``s`` uses the key
 ``fold_in(fold_in(key(s), RUN_STREAM), i)``; round ``t`` (1-based) of that run uses
-``fold_in(key_rounds, t)`` split into ``(key_act, key_obs)`` (derived for a block of
+``fold_in(key_rounds, t)`` split into ``(key_act, key_obs)`` (derived for ``KEY_BLOCK``
 rounds at once, the same keys). Random instances are drawn from
 ``instance_key(s) = fold_in(key(s), INSTANCE_STREAM)``, a different stream, so an instance
 seed and a run seed of the same value never share keys. A seed's trajectory depends only on
@@ -50,6 +50,9 @@ from e2d_jax.types import NUM_STATUS, Agent, Environment, PyTree, Status
 #: Stream tags folded into a seed's root key (see the module docstring).
 RUN_STREAM = 0x52554E  # "RUN"
 INSTANCE_STREAM = 0x494E5354  # "INST"
+
+#: Rounds whose keys are derived together (see ``rollout``).
+KEY_BLOCK = 32
 
 #: Bin edges of the relative certified gap: 4 per decade from 1e-8 to 1e2. Bin 0 holds gaps
 #: below 1e-8, bin j (1 <= j <= 40) [edge j-1, edge j), the last bin >= 1e2 or non-finite.
@@ -234,12 +237,25 @@ def rollout(
         hist = stats.gap_hist if bin_ is None else stats.gap_hist.at[bin_].add(1)
         return (state, new_total, comp, counts, SolverStats(status_counts, hist)), info
 
-    def block(carry, ts):
-        # The keys of a block's rounds in one batched draw (the same keys as one round at a
-        # time: threefry hashes each counter on its own), so a round runs no key derivation.
+    def rounds(carry, ts):
+        # The keys of up to KEY_BLOCK rounds in one batched draw (the same keys as one round at
+        # a time: threefry hashes each counter on its own), so a round runs no key derivation.
         keys = jax.vmap(lambda t: tuple(jax.random.split(jax.random.fold_in(key_rounds, t))))(ts)
         carry, infos = lax.scan(step, carry, keys)
-        last = jax.tree_util.tree_map(lambda x: x[-1], infos)
+        return carry, jax.tree_util.tree_map(lambda x: x[-1], infos)
+
+    def block(carry, ts):
+        # Rounds in chunks of KEY_BLOCK, so that the keys and infos held at once stay bounded
+        # however long the block.
+        if ts.shape[0] <= KEY_BLOCK:
+            carry, last = rounds(carry, ts)
+        else:
+            n_chunks, rest = divmod(ts.shape[0], KEY_BLOCK)
+            whole = ts[:n_chunks * KEY_BLOCK].reshape(n_chunks, KEY_BLOCK)
+            carry, lasts = lax.scan(rounds, carry, whole)
+            last = jax.tree_util.tree_map(lambda x: x[-1], lasts)
+            if rest:
+                carry, last = rounds(carry, ts[n_chunks * KEY_BLOCK:])
         return carry, (carry[1], last)
 
     n_blocks, rest = divmod(horizon, record_every)

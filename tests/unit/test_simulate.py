@@ -13,7 +13,7 @@ from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
-from e2d_jax.sim.rollout import instance_key, record_rounds, rollout, run_keys
+from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
 from e2d_jax.sim.simulate import ACCELERATOR_LANES, CPU_LANES, lanes_for, simulate
 from e2d_jax.sim.summaries import instance_summary, solver_summary, valid_seeds
 from e2d_jax.types import Agent, Status
@@ -56,6 +56,21 @@ def test_record_every_and_shapes():
     assert sparse.result.action_counts.sum(1).tolist() == [25, 25]
     assert sparse.result.info.status.shape == (2, 3)
     assert sparse.result.regret.dtype == np.float32
+
+
+@pytest.mark.parametrize("every", [KEY_BLOCK - 1, KEY_BLOCK, KEY_BLOCK + 1, 2 * KEY_BLOCK + 5, 100])
+def test_long_record_blocks_play_the_same_rounds(every):
+    # A block longer than KEY_BLOCK runs in chunks (keys derived per chunk): the same rounds,
+    # bit for bit, as recording every round.
+    agent = thompson_sampling()
+    key = run_keys(5, [0])[0]
+    full = jax.jit(lambda k: rollout(k, PARAMS, agent, horizon=100, record_every=1))(key)
+    sparse = jax.jit(lambda k: rollout(k, PARAMS, agent, horizon=100, record_every=every))(key)
+    rounds = record_rounds(100, every) - 1
+    assert _tree_equal(sparse.regret, full.regret[rounds])
+    assert _tree_equal(sparse.info, jax.tree_util.tree_map(lambda x: x[rounds], full.info))
+    assert _tree_equal(sparse.action_counts, full.action_counts)
+    assert _tree_equal(sparse.solver, full.solver)
 
 
 def test_vmap_over_instances():
