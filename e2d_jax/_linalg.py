@@ -10,8 +10,11 @@ every division is a fusion (a kernel launch) of its own, and with reciprocals th
 fuses into fewer kernels. Which form is faster depends on the size, so the interior-point
 step uses reciprocals for K <= ``matrix_game.SMALL_ACTIONS`` and the linear solves
 (``psd_solve``) and TS keep the division (docs: Design notes). The answers differ from
-division's by an ulp or so. Above ``UNROLL_MAX_DIM`` the unrolled graph grows quadratically
-and the library call wins, so we fall back to ``jax.scipy.linalg.cho_solve``.
+division's by an ulp or so. The unrolled graph grows with d^3: above ``UNROLL_MAX_DIM`` the
+library call (``jax.scipy.linalg.cho_solve``) is used everywhere, and on CPU already above
+``CPU_SOLVE_UNROLL_MAX_DIM`` for :func:`psd_solve`, whose d x d systems with d right-hand
+sides (the linear DEC's ``V(mu)^{-1} Phi^T``) LAPACK solves faster than the unrolled graph
+from d = 8 on, and compiles to a far smaller program (docs: Performance).
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 
 UNROLL_MAX_DIM = 12
+#: Largest d whose :func:`psd_solve` is unrolled on CPU (other platforms: ``UNROLL_MAX_DIM``).
+CPU_SOLVE_UNROLL_MAX_DIM = 6
 
 #: Relative tolerance of :func:`numerical_rank`, in units of the dtype's machine epsilon
 #: times the matrix size: eigenvalues below ``RANK_RTOL_ULPS * n * eps * max eigenvalue``
@@ -108,16 +113,28 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     Numerically singular matrices: a pivot below eps * d * max_i v_ii (rounding noise; the
     matrix is singular to working precision) is raised to that floor, so the solve stays
     finite (very large along the near-null direction) instead of returning NaN. This only
-    acts where the exact answer is beyond the precision of the dtype anyway. For d above
-    ``UNROLL_MAX_DIM`` the same floor is applied as a diagonal shift before LAPACK's
-    factorisation.
+    acts where the exact answer is beyond the precision of the dtype anyway. Where LAPACK
+    factorises (d above ``CPU_SOLVE_UNROLL_MAX_DIM`` on CPU, above ``UNROLL_MAX_DIM``
+    elsewhere) the same floor is applied as a diagonal shift before the factorisation.
     """
     d = v.shape[-1]
     if d > UNROLL_MAX_DIM:
-        shift = _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype)
-        factor = jnp.linalg.cholesky(v + shift)
-        return jax.scipy.linalg.cho_solve((factor, True), rhs)
+        return _library_solve(v, rhs)
+    if d <= CPU_SOLVE_UNROLL_MAX_DIM:
+        return _unrolled_solve(v, rhs)
+    # Chosen when the program is lowered for its platform: the compiled program holds one.
+    return jax.lax.platform_dependent(v, rhs, cpu=_library_solve, default=_unrolled_solve)
+
+
+def _unrolled_solve(v, rhs):
     return _substitute(_cholesky_entries(v), rhs)
+
+
+def _library_solve(v, rhs):
+    """LAPACK's Cholesky factorisation (after the pivot floor as a diagonal shift) and solves."""
+    shift = _pivot_floor(v)[..., None, None] * jnp.eye(v.shape[-1], dtype=v.dtype)
+    factor = jnp.linalg.cholesky(v + shift)
+    return jax.scipy.linalg.cho_solve((factor, True), rhs)
 
 
 def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:

@@ -20,6 +20,7 @@ import concurrent.futures
 import functools
 import math
 import os
+import re
 import time
 from typing import NamedTuple
 
@@ -122,10 +123,10 @@ class PerDeviceRollout:
             if dev.id not in lowered:
                 lowered[dev.id] = self.jitted.lower(k, p, h)
         self._lowered = lowered
-        # Two LAPACK calls at once on two forced host devices can deadlock (TS at d = 30, the
-        # Cholesky factor of a 30 x 30 matrix): such programs run one slice at a time.
+        # Two large LAPACK calls at once on two host devices can deadlock (see
+        # ``lapack_blocks_threads``): such programs run one slice at a time.
         first = next(iter(lowered.values()))
-        self._sequential = self.devices[0].platform == "cpu" and "lapack" in first.as_text().lower()
+        self._sequential = self.devices[0].platform == "cpu" and lapack_blocks_threads(first.as_text())
         return self
 
     def compile(self):
@@ -145,6 +146,41 @@ class PerDeviceRollout:
                        for fn, args in zip(fns, self._slices(keys, params, hp))]
             outs = [f.result() for f in futures]
         return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=self.seed_axis), *outs)
+
+
+#: LAPACK kernels whose batches :func:`lapack_blocks_threads` sizes (Cholesky factorisation,
+#: triangular solve); any other LAPACK call counts as large.
+_SIZED_LAPACK = ("potrf", "trsm")
+#: Below this many multiply-adds (a bound on each kernel's own measure of a batch's work) a
+#: batched LAPACK call runs in its calling thread.
+_LAPACK_INLINE_WORK = 200_000
+
+
+def lapack_blocks_threads(program_text: str) -> bool:
+    """Whether a lowered CPU program has a LAPACK call that may wait on XLA's thread pool.
+
+    jaxlib's CPU LAPACK kernels split a large batch over XLA's intra-op thread pool and wait
+    for the pieces from a pool thread; two such calls at once (two host devices, one call
+    each) can occupy every pool thread while waiting, and never finish (seen with TS at
+    d = 30: the Cholesky factors of 64 matrices of 30 x 30). A batch whose work is below
+    ``_LAPACK_INLINE_WORK`` runs in the calling thread and cannot block. This bounds each
+    Cholesky factorisation and triangular solve by batch x m x n x max(m, n) multiply-adds
+    from its operand shapes in the StableHLO text; any other LAPACK call counts as large.
+    """
+    for line in program_text.splitlines():
+        call = re.search(r"custom_call @(\w*lapack\w*)", line)
+        if call is None:
+            continue
+        if not any(name in call.group(1) for name in _SIZED_LAPACK):
+            return True
+        signature = line.rsplit(" : (", 1)
+        if len(signature) < 2:
+            return True
+        for dims in re.findall(r"tensor<((?:\d+x)+)\w+>", signature[1].split(") ->")[0]):
+            shape = [int(x) for x in dims.rstrip("x").split("x")]
+            if len(shape) >= 2 and math.prod(shape) * max(shape[-2:]) >= _LAPACK_INLINE_WORK:
+                return True
+    return False
 
 
 #: Trajectories per compiled call and device on CPUs (seeds x instances x hyperparameter

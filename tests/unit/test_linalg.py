@@ -12,23 +12,41 @@ def _spd(key, batch, d, cond_shift=0.1):
     return a @ jnp.swapaxes(a, -1, -2) + cond_shift * jnp.eye(d, dtype=jnp.float32)
 
 
-# d = 3 and 10: the linear DEC's shapes (Experiments 1 and 2); 12: the largest unrolled
-# size; 32, 40: the LAPACK path.
-@pytest.mark.parametrize("d", [1, 3, 10, 12, 32, 40])
-def test_psd_solve_matches_float64_reference(d):
+# d = 3 and 10: the linear DEC's shapes (Experiments 1 and 2); 6: the largest unrolled on CPU;
+# 12: the largest unrolled elsewhere; 32, 40: LAPACK everywhere. Both forms of the solve are
+# checked at every size, since the tests run on CPU and other platforms unroll up to 12.
+@pytest.mark.parametrize("form", ["psd_solve", "_unrolled_solve", "_library_solve"])
+@pytest.mark.parametrize("d", [1, 3, 6, 10, 12, 32, 40])
+def test_psd_solve_matches_float64_reference(d, form):
+    if form == "_unrolled_solve" and d > _linalg.UNROLL_MAX_DIM:
+        pytest.skip("the unrolled form is only used up to UNROLL_MAX_DIM")
+    solve = getattr(_linalg, form)
     v = _spd(jax.random.key(d), 6, d)
     rhs = jax.random.normal(jax.random.key(100 + d), (6, d, 4), jnp.float32)
     ref = np.linalg.solve(np.asarray(v, np.float64), np.asarray(rhs, np.float64))
     cond = np.linalg.cond(np.asarray(v, np.float64))
-    x = np.asarray(jax.jit(_linalg.psd_solve)(v, rhs))
+    x = np.asarray(jax.jit(solve)(v, rhs))
     # Backward-stable elimination: forward error <= a small multiple of cond * eps.
     tol = 50 * d * np.finfo(np.float32).eps * cond.max()
     np.testing.assert_allclose(x, ref, atol=tol * np.abs(ref).max(), rtol=0)
     # The same under vmap (the rollouts' layout) and unbatched.
-    xv = np.asarray(jax.jit(jax.vmap(_linalg.psd_solve))(v, rhs))
+    xv = np.asarray(jax.jit(jax.vmap(solve))(v, rhs))
     np.testing.assert_allclose(xv, x, rtol=1e-5, atol=1e-5 * np.abs(x).max())
-    x0 = np.asarray(_linalg.psd_solve(v[0], rhs[0]))
+    x0 = np.asarray(solve(v[0], rhs[0]))
     np.testing.assert_allclose(x0, x[0], rtol=1e-5, atol=1e-5 * np.abs(x).max())
+
+
+def test_psd_solve_on_cpu_unrolls_small_systems_and_calls_lapack_above():
+    """Which form a CPU program holds: unrolled up to CPU_SOLVE_UNROLL_MAX_DIM, LAPACK above
+    (and the same bits as the library form)."""
+    small, large = _linalg.CPU_SOLVE_UNROLL_MAX_DIM, _linalg.CPU_SOLVE_UNROLL_MAX_DIM + 1
+    for d, lapack in ((small, False), (large, True), (_linalg.UNROLL_MAX_DIM, True)):
+        v = _spd(jax.random.key(d), 64, d)
+        rhs = jax.random.normal(jax.random.key(300 + d), (64, d, d), jnp.float32)
+        text = jax.jit(jax.vmap(_linalg.psd_solve)).lower(v, rhs).as_text()
+        assert ("lapack" in text) == lapack, d
+    x = jax.jit(jax.vmap(_linalg.psd_solve))(v, rhs)
+    np.testing.assert_array_equal(np.asarray(x), np.asarray(jax.jit(jax.vmap(_linalg._library_solve))(v, rhs)))
 
 
 @pytest.mark.parametrize("d", [3, 10])

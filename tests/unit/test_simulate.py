@@ -9,12 +9,13 @@ import pytest
 
 import procs
 
+from e2d_jax import _linalg
 from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
-from e2d_jax.sim.simulate import ACCELERATOR_LANES, CPU_LANES, lanes_for, simulate
+from e2d_jax.sim.simulate import ACCELERATOR_LANES, CPU_LANES, lanes_for, lapack_blocks_threads, simulate
 from e2d_jax.sim.summaries import instance_summary, solver_summary, valid_seeds
 from e2d_jax.types import Agent, Status
 
@@ -165,6 +166,22 @@ def test_host_devices_compile_once(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["4", "1"]
+
+
+def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
+    """Host-device slices run at once unless a LAPACK call may wait on XLA's thread pool: the
+    linear DEC's solves at the Experiment 2 shape (64 lanes of 10 x 10) run at once, TS's
+    Cholesky factors at d = 30 and any unsized LAPACK call (an eigendecomposition) one slice
+    at a time."""
+    def text(fn, *shapes):
+        return jax.jit(jax.vmap(fn)).lower(*[jnp.ones(s, jnp.float32) for s in shapes]).as_text()
+
+    exp2 = text(_linalg.psd_solve, (CPU_LANES, 10, 10), (CPU_LANES, 10, 10))
+    assert "lapack" in exp2 and not lapack_blocks_threads(exp2)
+    assert lapack_blocks_threads(text(_linalg.psd_cholesky, (CPU_LANES, 30, 30)))
+    assert lapack_blocks_threads(text(_linalg.psd_solve, (1000, 10, 10), (1000, 10, 10)))
+    assert lapack_blocks_threads(text(lambda v: jnp.linalg.eigh(v)[0], (CPU_LANES, 3, 3)))
+    assert not lapack_blocks_threads(text(_linalg.psd_solve, (CPU_LANES, 3, 3), (CPU_LANES, 3, 3)))
 
 
 def test_instance_and_run_streams_are_distinct():
