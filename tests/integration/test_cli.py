@@ -120,6 +120,26 @@ def test_console_script_entry_point(tmp_path):
     assert proc.returncode == 2 and "--agents" in proc.stderr
 
 
+def test_console_script_prints_version_help_and_errors_once(tmp_path):
+    """The console script reads --host-devices before JAX starts without printing or exiting:
+    the version, a help text and an error are each printed once, by the command line itself."""
+    cases = {
+        "version": (["--version"], 0, "out", f"e2d-jax {e2d_jax.__version__}"),
+        "help": (["run", "--help"], 0, "out", "usage: e2d-jax run"),
+        "error": (["run", "--horizon", "0", "--host-devices", "2", "--out", str(tmp_path / "x")], 2, "err",
+                  "usage: e2d-jax run"),
+    }
+    procs_ = {name: subprocess.Popen([sys.executable, "-m", "e2d_jax.cli", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=procs.cli_env())
+              for name, (args, *_) in cases.items()}
+    for name, (args, code, stream, needle) in cases.items():
+        out, err = procs_[name].communicate(timeout=120)
+        assert procs_[name].returncode == code, (name, err)
+        text = {"out": out, "err": err}[stream]
+        assert text.count(needle) == 1 and (out + err).count(needle) == 1, (name, out, err)
+    assert err.count("error:") == 1 and "--horizon must be > 0" in err
+
+
 def test_host_devices_shard_with_identical_results(tmp_path):
     """--host-devices 2 splits the CPU into two XLA devices; per-seed results equal those of a
     one-device run exactly (70 seeds: more than one device's 64 lanes, so both devices run).
