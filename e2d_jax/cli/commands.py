@@ -59,6 +59,8 @@ from e2d_jax.version import __version__
 
 #: ``e2d-jax run``'s agents when --agents is not given: Anytime-E2D with the baselines.
 DEFAULT_AGENTS = "anytime-e2d,e2d,ucb,ts"
+#: Where reproduce and sweep write without --out: RUNS/reproduce and RUNS/<the sweep's name>.
+RUNS = "runs"
 
 # --------------------------------------------------------------------------------------
 # Library argument names -> flags
@@ -169,11 +171,21 @@ def host_device_count(args) -> int:
 
 
 class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Every option's default in --help, descriptions as written."""
+    """Every option's default in --help, descriptions as written. An option whose default is
+    None is decided at run time (from the environment, the horizon, the sweep file): its help
+    text says how, and no "(default: None)" is added."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 
-def _common(p, out_required=True):
-    p.add_argument("--out", required=out_required, default=None, help="output directory")
+def _common(p, out_default=None):
+    """The options of every command that runs a sweep; ``out_default``: what --out is when not
+    given (a phrase for the help text), or None when --out is required."""
+    p.add_argument("--out", required=out_default is None, default=None,
+                   help="output directory" + (f" (default: {out_default})" if out_default else ""))
     p.add_argument("--resume", action="store_true", help="continue an unfinished run in --out")
     p.add_argument("--overwrite", action="store_true", help="delete what --out holds and start over")
     p.add_argument("--x64", action="store_true", help="run in float64")
@@ -186,14 +198,16 @@ def _common(p, out_required=True):
                    help="where the work units run: this machine's devices, or Ray tasks (a local Ray instance "
                         "unless --address; pip install 'e2d_jax[ray]')")
     p.add_argument("--address", default=None,
-                   help="ray: HOST:PORT of a running Ray head (--out must then be a path every node sees)")
+                   help="ray: HOST:PORT of a running Ray head (--out must then be a path every node sees; "
+                        "default: a local Ray instance)")
     p.add_argument("--workers", type=_positive_int("--workers"), default=None,
                    help="ray: tasks at once on a local Ray instance (default: the machine's cores)")
     p.add_argument("--gpus-per-task", type=_nonneg_int("--gpus-per-task"), default=None,
                    help="ray: GPUs each task asks for (default 0)")
     p.add_argument("--part", default=None, metavar="I/N",
                    help="run only the I-th of N disjoint parts of the work units into --out (job arrays); "
-                        "the last part to finish writes the tables, or --resume / e2d-jax plot does")
+                        "the last part to finish writes the tables, or --resume / e2d-jax plot does (default: "
+                        "every unit)")
 
 
 def _agent_flags(p):
@@ -268,11 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
     rep.add_argument("--families", default=None,
                      help=f"zoo only: comma-separated families to run (default: all of {', '.join(zoo.FAMILIES)})")
-    _common(rep, out_required=False)
+    _common(rep, out_default=f"{RUNS}/reproduce")
 
     sw = sub.add_parser("sweep", help="run a sweep described by a TOML file", formatter_class=_Formatter)
     sw.add_argument("spec", help="the sweep's TOML file (example: sweeps/eps_constant.toml)")
-    _common(sw, out_required=False)
+    _common(sw, out_default=f"{RUNS}/NAME, NAME the sweep file's name, 'sweep' if it has none")
 
     pl = sub.add_parser("plot", help="redraw the figures of stored results", formatter_class=_Formatter)
     pl.add_argument("dir", help="a results directory (or a 'reproduce all' directory)")
@@ -455,9 +469,9 @@ def _dispatch(args) -> int:
         return _execute(_run_spec(args), Path(args.out), args)[1]
     if args.command == "sweep":
         spec = load_toml(args.spec)
-        return _execute(spec, Path(args.out or Path("runs") / spec.name), args)[1]
+        return _execute(spec, Path(args.out or Path(RUNS) / spec.name), args)[1]
     if args.command == "reproduce":
-        base = Path(args.out or "runs/reproduce")
+        base = Path(args.out or Path(RUNS) / "reproduce")
         if args.experiment == "linear-bounds":
             return _linear_bounds(args, base)
         status, executor, complete = 0, _executor(args), True

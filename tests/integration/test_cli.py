@@ -97,8 +97,18 @@ def test_version_defaults_and_default_agents(capsys):
         for action in command._actions:
             if action.option_strings and action.default not in (None, False, argparse.SUPPRESS) and action.help:
                 assert f"(default: {action.default})" in " ".join(text.split()), (name, action.option_strings)
+        assert "(default: None)" not in " ".join(text.split()), name
     args = parser.parse_args(["run", "--horizon", "5", "--out", "x"])
     assert args.agents == "anytime-e2d,e2d,ucb,ts"
+
+
+def test_help_tells_where_results_go_without_out():
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    out_help = {name: next(" ".join(a.help.split()) for a in command._actions if "--out" in a.option_strings)
+                for name, command in sub.choices.items() if name != "plot"}
+    assert "(default: runs/NAME, NAME the sweep file's name" in out_help["sweep"]
+    assert "(default: runs/reproduce)" in out_help["reproduce"]
+    assert "default" not in out_help["run"]  # required
 
 
 def test_library_messages_are_translated_into_flags():
