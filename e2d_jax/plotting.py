@@ -5,7 +5,8 @@ Every function takes NumPy arrays or a results table (``pandas.read_parquet`` of
 ``results.parquet``) and returns a bare ``matplotlib.figure.Figure`` (no pyplot, so a
 notebook's backend is left alone and no display is needed). :func:`save` writes a figure as
 PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`); every legend
-says what its lines, bands and bars are.
+says what its lines, bands and bars are, and a label with no valid run is named in the figure
+("no valid seeds") instead of being drawn.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from e2d_jax.sim.summaries import mean_ci95
 
 #: Resolution of the PNG files.
 DPI = 200
+
+#: What a figure says of a label without any valid run.
+NO_VALID = "no valid seeds"
 
 #: Fixed colours of the library's agents; other agents get a colour from their name's hash.
 _COLOURS = {
@@ -58,6 +62,8 @@ def _count(seeds: int, instances: int) -> str:
 def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, ylabel: str | None = None) -> Figure:
     """Cumulative regret against rounds: per curve the mean over runs with its 95% CI band.
 
+    A label with no run (N = 0, e.g. every seed invalid) has a legend entry that says so.
+
     Args:
       curves: ``{label: (rounds (R,), regret (N, R))}``, N runs per label (seeds x instances).
       title: optional title (wrapped to the figure's width).
@@ -72,11 +78,12 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
     n_runs = 0
     for label, (rounds, regret) in curves.items():
         regret = np.asarray(regret)
+        colour = agent_colour(label)
         if regret.shape[0] == 0:
-            continue  # no valid run: nothing to draw (the summary says so)
+            ax.plot([], [], ls="none", marker="x", color=colour, label=f"{label}: {NO_VALID}")
+            continue
         n_runs = max(n_runs, regret.shape[0])
         mean, half = mean_ci95(regret)
-        colour = agent_colour(label)
         ax.plot(rounds, mean, color=colour, lw=1.6, label=label)
         ax.fill_between(rounds, mean - half, mean + half, color=colour, alpha=0.2, lw=0)
     ax.set_xlabel("round t")
@@ -85,6 +92,12 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
     if n_runs:
         seeds = n_runs // max(1, instances)
         ax.legend(fontsize=8, title=f"mean ± 95% CI over {_count(seeds, instances)}", title_fontsize=8)
+    elif curves:
+        _nothing_drawn(ax)
+        rounds = np.asarray(next(iter(curves.values()))[0])
+        if rounds.size:
+            ax.set_xlim(0, rounds.max())
+        ax.legend(fontsize=8)
     if title:
         ax.set_title(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
@@ -95,33 +108,49 @@ def _valid(table):
     return table[table["valid"]] if "valid" in table else table
 
 
+def _nothing_drawn(ax):
+    """An axes without any valid run: no regret ticks, and a note in its middle that says why."""
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, f"{NO_VALID}: nothing to draw", transform=ax.transAxes, ha="center", va="center",
+            fontsize=10, color="0.3")
+
+
 def plot_final_distribution(table, *, title: str | None = None) -> Figure:
     """The final regret per cell: a box over the valid runs (box: quartiles, whiskers: 1.5 IQR,
     line: median) with the mean and its 95% CI as a point with a bar. Cells are rows, so long
-    labels stay readable."""
-    table = _valid(table)
+    labels stay readable; a cell without a valid run keeps its row, which says so."""
     labels = list(dict.fromkeys(table["cell"]))
+    table = _valid(table)
     data = [table.loc[table["cell"] == c, "final_regret"].to_numpy() for c in labels]
     fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100)
     ax = fig.subplots()
     y = np.arange(len(labels))[::-1]
-    box = ax.boxplot(data, positions=y, orientation="horizontal", widths=0.55, showfliers=False, patch_artist=True,
-                     medianprops={"color": "black"})
-    for patch, label in zip(box["boxes"], labels):
-        patch.set_facecolor(agent_colour(label))
-        patch.set_alpha(0.35)
+    drawn = [i for i, vals in enumerate(data) if vals.size]
+    if drawn:
+        box = ax.boxplot([data[i] for i in drawn], positions=y[drawn], orientation="horizontal", widths=0.55,
+                         showfliers=False, patch_artist=True, medianprops={"color": "black"})
+        for patch, i in zip(box["boxes"], drawn):
+            patch.set_facecolor(agent_colour(labels[i]))
+            patch.set_alpha(0.35)
     for yi, vals, label in zip(y, data, labels):
         if vals.size:
             mean, half = mean_ci95(vals)
             ax.errorbar([mean], [yi], xerr=[half], fmt="o", color=agent_colour(label), ms=4, capsize=3)
+        else:
+            ax.text(0.02, yi, NO_VALID, transform=ax.get_yaxis_transform(), va="center", fontsize=8,
+                    color="0.3", style="italic")
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    if not drawn:
+        ax.set_xticks([])
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xlabel("final cumulative pseudo-regret")
     ax.grid(alpha=0.3, axis="x")
     inst = table["instance_seed"].nunique() if "instance_seed" in table else 1
     per = table.groupby("cell").size().min() if len(table) else 0
     seeds = int(per // max(1, inst))
-    ax.text(0.0, 1.01, f"box: quartiles over {_count(seeds, inst)}; dot and bar: mean ± 95% CI", fontsize=7.5,
-            transform=ax.transAxes, va="bottom")
+    caption = (f"box: quartiles over {_count(seeds, inst)}; dot and bar: mean ± 95% CI" if drawn
+               else f"{NO_VALID}: nothing to draw")
+    ax.text(0.0, 1.01, caption, fontsize=7.5, transform=ax.transAxes, va="bottom")
     if title:
         fig.suptitle(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
@@ -146,7 +175,8 @@ def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: 
     Per agent: the median over instances of the per-instance mean final regret (line and
     dots), the interquartile range over instances (band) and the 95% CI of the mean over all
     valid runs (bars). Agents without the hyperparameter in ``references`` are drawn as
-    horizontal lines at their median over instances.
+    horizontal lines at their median over instances. Grid values and reference agents without
+    a valid run are named in the legend.
     """
     col = f"hp_{hparam}"
     if col not in table:
@@ -179,16 +209,37 @@ def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: 
             inst = rows.groupby("instance_seed")["final_regret"].mean().to_numpy()
             ax.axhline(np.median(inst), ls="--", lw=1, color=agent_colour(agent),
                        label=f"{agent}: median over instances")
+    drawn = bool(ax.get_legend_handles_labels()[0])
+    for agent, x in _without_valid_runs(table, col, references):
+        where = "" if x is None else f" at {hparam}={x:g}"
+        ax.plot([], [], ls="none", marker="x", color=agent_colour(agent), label=f"{agent}{where}: {NO_VALID}")
+    grid_values = table.loc[table[col].notna(), col].to_numpy(np.float64)
     ax.set_xscale("log")
-    log_ticks(ax, valid.loc[valid[col].notna(), col].to_numpy())
+    log_ticks(ax, grid_values)
+    if not drawn:
+        _nothing_drawn(ax)
+        if grid_values.size:
+            ax.set_xlim(grid_values.min() / 1.5, grid_values.max() * 1.5)
     ax.set_xlabel(hparam)
     ax.set_ylabel("final cumulative pseudo-regret")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     if title:
         ax.set_title(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _without_valid_runs(table, col: str, references) -> list:
+    """``(agent, grid value)`` of the grid cells in ``col`` without a valid run, then
+    ``(agent, None)`` of the reference agents present without one."""
+    if "valid" not in table:
+        return []
+    grid = table[table[col].notna()]
+    out = [(agent, x) for (agent, x), g in grid.groupby(["agent", col], sort=False) if not g["valid"].any()]
+    return out + [(agent, None) for agent in references
+                  if (table["agent"] == agent).any() and not table.loc[table["agent"] == agent, "valid"].any()]
 
 
 def save(fig: Figure, stem, *, formats=("pdf", "png"), write=None) -> list:

@@ -22,8 +22,10 @@ PNG.
 
 Exit status: 0 on success; 2 for bad input (one line naming the flag); 3 when a run finished
 but some seeds were invalid (non-finite decisions or actions outside [0, K)): those seeds are
-left out of the means (``seeds_invalid`` in ``summary.json``) and reported on stderr; 130
-when interrupted (Ctrl-C), with every finished chunk kept.
+left out of the means and figures (``seeds_invalid`` in ``summary.json``) and reported on
+stderr, per cell and reason; a cell without any valid seed has no mean (``null``) and the
+figures name it instead of drawing it; 130 when interrupted (Ctrl-C), with every finished
+chunk kept.
 
 This module is the only one that knows command-line flags: the library's errors name its
 Python arguments and :func:`to_flags` translates them.
@@ -329,6 +331,39 @@ def _run_spec(args) -> SweepSpec:
                      x64=args.x64, name="run")
 
 
+#: Why a seed is invalid: ``invalid_reasons`` of summary.json, in words.
+INVALID_REASONS = {"nonfinite": "non-finite decisions", "invalid_action": "actions outside [0, K)"}
+
+
+def _number(x, width: int) -> str:
+    """``x`` with two decimals, right-aligned, or a dash for a statistic over no valid seed (None)."""
+    return f"{'-' if x is None else format(x, '.2f'):>{width}s}"
+
+
+def _interval(lo, hi) -> str:
+    return f"{'-':>19s}" if lo is None or hi is None else f"[{lo:8.2f}, {hi:8.2f}]"
+
+
+def invalid_seeds_message(cells: dict) -> str | None:
+    """The stderr message on a summary's invalid seeds (``cells``: its ``agents``), or None
+    when every seed is valid: per cell how many seeds and why, and the cells without any valid
+    seed (no mean; the figures name them instead of drawing them)."""
+    invalid = {k: c for k, c in cells.items() if c["seeds_invalid"]}
+    if not invalid:
+        return None
+    detail = "; ".join(
+        f"{k}: {c['seeds_invalid']} of {c['seeds'] + c['seeds_invalid']} ("
+        + ", ".join(f"{INVALID_REASONS.get(r, r)}: {n}" for r, n in c["invalid_reasons"].items() if n) + ")"
+        for k, c in invalid.items())
+    message = (f"e2d-jax: INVALID SEEDS (non-finite decisions or actions outside [0, K)) in {detail}. These "
+               "seeds are left out of the means and figures (summary.json 'seeds_invalid').")
+    empty = [k for k, c in invalid.items() if not c["seeds"]]
+    if empty:
+        message += (f" No valid seed in {', '.join(empty)}: no mean; the figures name these cells instead of "
+                    "drawing them.")
+    return message
+
+
 def _report(summary: dict, out: Path) -> int:
     """Prints the summary table; returns 3 if a cell has invalid seeds."""
     conv = summary.get("conventions")
@@ -336,29 +371,28 @@ def _report(summary: dict, out: Path) -> int:
     cells = summary["agents"]
     width = max(max(len(k) for k in cells), 4)
     multi = any(c["instances"] > 1 for c in cells.values())
-    head = f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>19s}  {'seeds':>15s}"
+    rows = []
+    for label, c in cells.items():
+        count = f"{c['seeds_per_instance']}" + (f" x {c['instances']}" if c["instances"] > 1 else "")
+        rows.append((label, c, f"{c['seeds']} valid of {count}" if c["seeds_invalid"] else count))
+    seeds_width = max(15, *(len(count) for *_, count in rows))
+    head = f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>19s}  {'seeds':>{seeds_width}s}"
     if multi:
         head += f"  {'median over inst.':>17s}  {'IQR over instances':>19s}"
     print(head + f"  {'seed-rounds/s':>13s}")
-    invalid = {}
-    for label, c in cells.items():
+    for label, c, count in rows:
         lo, hi = c["final_regret_ci95"]
         rate = c.get("seed_rounds_per_second_this_call") or c.get("seed_rounds_per_second") or 0
-        count = f"{c['seeds_per_instance']}" + (f" x {c['instances']}" if c["instances"] > 1 else "")
-        line = f"  {label:{width}s}  {c['final_regret_mean']:12.2f}  [{lo:8.2f}, {hi:8.2f}]  {count:>15s}"
+        line = (f"  {label:{width}s}  {_number(c['final_regret_mean'], 12)}  {_interval(lo, hi)}  "
+                f"{count:>{seeds_width}s}")
         if multi:
-            q1, q3 = c["over_instances"]["iqr"]
-            line += f"  {c['over_instances']['median']:17.2f}  [{q1:8.2f}, {q3:8.2f}]"
+            line += f"  {_number(c['over_instances']['median'], 17)}  {_interval(*c['over_instances']['iqr'])}"
         print(line + f"  {rate:13,.0f}")
-        if c["seeds_invalid"]:
-            invalid[label] = c
     if multi:
         print("  (final regret and CI pooled over seeds x instances; median and IQR over the instances' means)")
-    if invalid:
-        detail = "; ".join(f"{k}: {c['seeds_invalid']} ({', '.join(f'{r} {n}' for r, n in c['invalid_reasons'].items() if n)})"
-                           for k, c in invalid.items())
-        print(f"e2d-jax: INVALID SEEDS (non-finite decisions or actions outside [0, K)) in {detail}; these seeds "
-              "are left out of the means (summary.json 'seeds_invalid'). Exit status 3.", file=sys.stderr, flush=True)
+    message = invalid_seeds_message(cells)
+    if message:
+        print(message + " Exit status 3.", file=sys.stderr, flush=True)
         return 3
     return 0
 
@@ -452,6 +486,9 @@ def _plot(path: Path, hparam) -> int:
     if not summary_path.exists():
         raise ValueError(f"plot: {path} holds no results (no {storage.SUMMARY}; run, or continue with --resume, first)")
     draw_figures(path)
+    message = invalid_seeds_message(json.loads(summary_path.read_text())["agents"])
+    if message:
+        print(message, file=sys.stderr, flush=True)
     if hparam:
         save(plot_hyperparameter(storage.read_table(path), hparam), path / f"regret_vs_{hparam}",
              write=storage.atomic_write)

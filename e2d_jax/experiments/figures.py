@@ -36,20 +36,28 @@ def title_of(summary: dict) -> str:
     return f"{summary['name']}: {cfg['env']}{', ' + dims if dims else ''}, n={cfg['horizon']}, {count}{conv}"
 
 
-def draw(out) -> list:
-    """Draws every figure of the results directory ``out`` (its summary must exist); returns the
-    paths written."""
+def figures(out) -> dict:
+    """Every figure of the results directory ``out`` (its summary must exist), drawn from what is
+    on disk: ``{file stem: matplotlib Figure}``. A cell without a valid seed is named in the
+    figures ("no valid seeds") instead of being drawn."""
     out = Path(out)
     summary = json.loads((out / storage.SUMMARY).read_text())
     table = storage.read_table(out)
     title = title_of(summary)
     instances = len(summary["config"].get("instance_seeds", [0]))
-    paths = []
-    write = storage.atomic_write
-    fig = plotting.plot_regret(curves_by_cell(table, storage.read_curves(out)), title=title, instances=instances)
-    paths += plotting.save(fig, out / "regret", write=write)
-    paths += plotting.save(plotting.plot_final_distribution(table, title=title), out / "final_regret", write=write)
+    figs = {"regret": plotting.plot_regret(curves_by_cell(table, storage.read_curves(out)), title=title,
+                                           instances=instances),
+            "final_regret": plotting.plot_final_distribution(table, title=title)}
     for hp in sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]}):
-        fig = plotting.plot_hyperparameter(table, hp, title=title)
-        paths += plotting.save(fig, out / f"regret_vs_{hp}", write=write)
+        figs[f"regret_vs_{hp}"] = plotting.plot_hyperparameter(table, hp, title=title)
+    return figs
+
+
+def draw(out) -> list:
+    """Draws every figure of the results directory ``out`` (:func:`figures`) as PDF and PNG;
+    returns the paths written."""
+    out = Path(out)
+    paths = []
+    for stem, fig in figures(out).items():
+        paths += plotting.save(fig, out / stem, write=storage.atomic_write)
     return paths

@@ -247,9 +247,23 @@ def _rate(chunks, n_cells: int, n_inst: int, horizon: int):
     return rounds / seconds if seconds > 0 else None
 
 
+def _finite_or_none(x):
+    """``x`` with every non-finite float (a statistic over no valid seed) replaced by None, so
+    that the summary is strict JSON (``null``)."""
+    if isinstance(x, dict):
+        return {k: _finite_or_none(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_or_none(v) for v in x]
+    if isinstance(x, (float, np.floating)) and not np.isfinite(x):
+        return None
+    return x
+
+
 def collect(spec: SweepSpec, out, digest: str, ran: set | None = None) -> dict:
     """Reads every chunk file into the table, the curves and the summary (and writes the first
-    two); ``ran``: the units run by this call, whose speed the summary reports apart."""
+    two); ``ran``: the units run by this call, whose speed the summary reports apart. A
+    statistic over no valid seed (a cell, or an instance of it, whose seeds are all invalid) is
+    None in the summary (``null`` in ``summary.json``)."""
     out = Path(out)
     ran = set() if ran is None else ran
     hp_names = sorted({k for a in spec.agents for k, _ in a.grid})
@@ -317,10 +331,10 @@ def collect(spec: SweepSpec, out, digest: str, ran: set | None = None) -> dict:
                 }
             reasons = {"nonfinite": int((stats["nonfinite_rounds"][h] > 0).sum()),
                        "invalid_action": int((stats["invalid_action_rounds"][h] > 0).sum())}
-            cells_summary[label] = {
+            cells_summary[label] = _finite_or_none({
                 "agent": entry.label, "hyperparameters": hp,
                 "final_regret_mean": summary["pooled_mean"], "final_regret_ci95": summary["pooled_ci95"],
-                "final_regret_std": float(vals.std(ddof=1)) if vals.size > 1 else 0.0,
+                "final_regret_std": float(vals.std(ddof=1)) if vals.size > 1 else 0.0 if vals.size else None,
                 "seeds": int(valid.sum()), "seeds_per_instance": int(seeds.size), "instances": n_inst,
                 "seeds_invalid": int((~valid).sum()), "invalid_reasons": reasons,
                 "instance_means": summary["instance_means"], "instance_ci95": summary["instance_ci95"],
@@ -332,7 +346,7 @@ def collect(spec: SweepSpec, out, digest: str, ran: set | None = None) -> dict:
                 "compile_seconds": compile_s,
                 "seed_rounds_per_second": rate_all,
                 "seed_rounds_per_second_this_call": rate_now,
-            }
+            })
     if missing:
         raise SweepError(f"{len(missing)} units have no results yet (e.g. {missing[0]}): run again with resume=True")
     storage.write_table(out, cols)

@@ -19,7 +19,7 @@ import e2d_jax
 from e2d_jax import cli
 from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.cli.commands import build_parser, host_device_count, parse_host_devices, to_flags, usable_cores
-from e2d_jax.experiments import provenance, registry, runner, storage
+from e2d_jax.experiments import figures, provenance, registry, runner, storage
 from e2d_jax.paper import presets
 
 
@@ -200,10 +200,17 @@ def test_small_run_on_four_host_devices(tmp_path):
     assert summary["agents"]["ts"]["seeds"] == 1
 
 
+def _strict_json(path):
+    """summary.json read as strict JSON (NaN and Infinity refused)."""
+    def refuse(constant):
+        raise ValueError(f"{path} holds {constant}, which is not JSON")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
 def test_nonfinite_seeds_exit_3_and_are_left_out(tmp_path, capsys, monkeypatch):
     """A schedule that turns to 0 after the checked first values makes rounds non-finite; the
     run must not look good: exit status 3, a message, seeds_invalid, and the mean over valid
-    seeds only (NaN when none is valid)."""
+    seeds only (null when none is valid)."""
     monkeypatch.setattr(registry, "AGENTS", dict(registry.AGENTS))
     registry.register_agent("bad-e2d", lambda: anytime_e2d(eps2_schedule=lambda t: jnp.where(t > 10, 0.0, 1.0 / t)))
     out = tmp_path / "bad"
@@ -211,11 +218,61 @@ def test_nonfinite_seeds_exit_3_and_are_left_out(tmp_path, capsys, monkeypatch):
                    "--out", str(out)])
     assert rc == 3
     err = capsys.readouterr().err
-    assert "INVALID SEEDS" in err and "bad-e2d: 3 (nonfinite 3)" in err
-    summary = json.loads((out / "summary.json").read_text())
+    assert "INVALID SEEDS" in err and "bad-e2d: 3 of 3 (non-finite decisions: 3)" in err
+    summary = _strict_json(out / "summary.json")
     assert summary["agents"]["bad-e2d"]["seeds_invalid"] == 3 and summary["agents"]["bad-e2d"]["seeds"] == 0
-    assert np.isnan(summary["agents"]["bad-e2d"]["final_regret_mean"])
+    assert summary["agents"]["bad-e2d"]["final_regret_mean"] is None
     assert summary["agents"]["ts"]["seeds_invalid"] == 0 and summary["agents"]["ts"]["seeds"] == 3
+
+
+ALWAYS_OUT_OF_RANGE = """
+import jax.numpy as jnp
+from e2d_jax import ActInfo, Agent, Status
+
+
+def always_99():  # action 99 whatever the number of actions
+    return Agent(init=lambda key, model: jnp.zeros((), jnp.int32),
+                 act=lambda key, state, model: (jnp.int32(99), state, ActInfo(status=jnp.int32(Status.OK))),
+                 update=lambda state, action, obs, model: state)
+"""
+
+
+@pytest.mark.parametrize("agents", ["bad_agents:always_99", "bad_agents:always_99,ucb"])
+def test_agent_without_a_valid_seed_is_reported_and_named_in_the_figures(agents, tmp_path, capsys, monkeypatch):
+    """An agent whose every seed plays outside [0, K): the table is printed, exit status 3 with
+    the reason, summary.json stays strict JSON (null means), and the figures name the agent
+    instead of drawing it, beside an agent with valid seeds or alone."""
+    (tmp_path / "bad_agents.py").write_text(ALWAYS_OUT_OF_RANGE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    # The sizes of the first run of this file (UCB's compiled program is shared).
+    rc = cli.main(["run", "--env", "semi-bandit", "--d", "3", "--arms", "5", "--horizon", "40", "--seeds", "6",
+                   "--agents", agents, "--record-every", "10", "--quiet", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == 3
+    assert "always_99: 6 of 6 (actions outside [0, K): 6)" in printed.err
+    assert "No valid seed in always_99" in printed.err and "ucb" not in printed.err
+    table_lines = [line.split() for line in printed.out.splitlines()]
+    assert ["always_99", "-", "-", "0", "valid", "of", "6"] == next(t for t in table_lines if t[:1] == ["always_99"])[:7]
+    summary = _strict_json(out / "summary.json")
+    cell = summary["agents"]["always_99"]
+    assert cell["seeds"] == 0 and cell["seeds_invalid"] == 6 and cell["invalid_reasons"]["invalid_action"] == 6
+    assert cell["final_regret_mean"] is None and cell["final_regret_ci95"] == [None, None]
+    assert cell["final_regret_std"] is None and cell["instance_means"] == [None]
+    for name in ("regret.png", "final_regret.png"):
+        assert (out / name).stat().st_size > 1000
+    figs = figures.figures(out)
+    legend = [t.get_text() for t in figs["regret"].axes[0].get_legend().get_texts()]
+    assert "always_99: no valid seeds" in legend
+    final_ax = figs["final_regret"].axes[0]
+    assert [t.get_text() for t in final_ax.get_yticklabels()][0] == "always_99"
+    assert "no valid seeds" in [t.get_text() for t in final_ax.texts]
+    if "ucb" in agents:
+        assert "ucb" in legend and summary["agents"]["ucb"]["seeds"] == 6
+        assert len(final_ax.patches) == 1  # ucb's box
+    else:
+        assert any("nothing to draw" in t.get_text() for t in figs["regret"].axes[0].texts)
+        assert not final_ax.patches
 
 
 def test_summary_reports_solver_statistics(tmp_path):
