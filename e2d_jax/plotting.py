@@ -4,17 +4,21 @@ against a hyperparameter.
 Every function takes NumPy arrays or a results table (``pandas.read_parquet`` of a sweep's
 ``results.parquet``) and returns a bare ``matplotlib.figure.Figure`` (no pyplot, so a
 notebook's backend is left alone and no display is needed). :func:`save` writes a figure as
-PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`); every legend
-says what its lines, bands and bars are, and a label with no valid run is named in the figure
+PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`), and the cells of
+an agent's hyperparameter grid are shades of it, light to dark in the grid's order
+(:func:`cell_colours`), named ``agent (name=value)`` (:func:`cell_names`). Every legend says
+what its lines, bands and bars are, and a label with no valid run is named in the figure
 ("no valid seeds") instead of being drawn.
 """
 from __future__ import annotations
 
+import colorsys
 import hashlib
 import textwrap
 from pathlib import Path
 
 import numpy as np
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -51,6 +55,44 @@ def agent_colour(label: str) -> str:
     return _OTHERS[digest % len(_OTHERS)]
 
 
+def shades(colour: str, n: int) -> list:
+    """``n`` colours of ``colour``'s hue, from light to dark (one colour: itself)."""
+    if n == 1:
+        return [colour]
+    hue, _, saturation = colorsys.rgb_to_hls(*to_rgb(colour))
+    return [to_hex(colorsys.hls_to_rgb(hue, lightness, saturation)) for lightness in np.linspace(0.68, 0.25, n)]
+
+
+def _first_rows(table):
+    """One row per cell (its first), in the table's order, with an ``agent`` column."""
+    first = table.drop_duplicates("cell")
+    return first if "agent" in first else first.assign(agent=first["cell"])
+
+
+def cell_colours(table) -> dict:
+    """``{cell: colour}`` of a results table's cells: an agent with one cell has its colour
+    (:func:`agent_colour`); the cells of an agent's grid are shades of it, light to dark in the
+    table's order."""
+    first = _first_rows(table)
+    out = {}
+    for agent in dict.fromkeys(first["agent"]):
+        cells = first.loc[first["agent"] == agent, "cell"]
+        out.update(zip(cells, shades(agent_colour(agent), len(cells))))
+    return out
+
+
+def cell_names(table) -> dict:
+    """``{cell: name}`` of a results table's cells as figures write them: the agent, and a grid
+    cell's hyperparameters after it (``explore_then_commit (m=5)``)."""
+    first = _first_rows(table)
+    hps = [c for c in first.columns if c.startswith("hp_")]
+    names = {}
+    for _, row in first.iterrows():
+        values = ", ".join(f"{c[3:]}={row[c]:g}" for c in hps if np.isfinite(row[c]))
+        names[row["cell"]] = f"{row['agent']} ({values})" if values else row["agent"]
+    return names
+
+
 def _wrap(title: str | None, width: int) -> str | None:
     return None if title is None else "\n".join(textwrap.wrap(title, width=width, break_on_hyphens=False))
 
@@ -59,7 +101,8 @@ def _count(seeds: int, instances: int) -> str:
     return f"{seeds} seeds" if instances <= 1 else f"{seeds} seeds × {instances} instances"
 
 
-def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, ylabel: str | None = None) -> Figure:
+def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, ylabel: str | None = None,
+                colours: dict | None = None) -> Figure:
     """Cumulative regret against rounds: per curve the mean over runs with its 95% CI band.
 
     A label with no run (N = 0, e.g. every seed invalid) has a legend entry that says so.
@@ -69,6 +112,7 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
       title: optional title (wrapped to the figure's width).
       instances: how many instances the N runs pool (for the legend's count).
       ylabel: the y axis' label (default: cumulative pseudo-regret).
+      colours: ``{label: colour}`` (default: :func:`agent_colour` of each label).
 
     Returns:
       The figure.
@@ -78,7 +122,7 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
     n_runs = 0
     for label, (rounds, regret) in curves.items():
         regret = np.asarray(regret)
-        colour = agent_colour(label)
+        colour = (colours or {}).get(label) or agent_colour(label)
         if regret.shape[0] == 0:
             ax.plot([], [], ls="none", marker="x", color=colour, label=f"{label}: {NO_VALID}")
             continue
@@ -118,8 +162,10 @@ def _nothing_drawn(ax):
 def plot_final_distribution(table, *, title: str | None = None) -> Figure:
     """The final regret per cell: a box over the valid runs (box: quartiles, whiskers: 1.5 IQR,
     line: median) with the mean and its 95% CI as a point with a bar. Cells are rows, so long
-    labels stay readable; a cell without a valid run keeps its row, which says so."""
+    labels stay readable; each cell has its colour and name (:func:`cell_colours`,
+    :func:`cell_names`), and a cell without a valid run keeps its row, which says so."""
     labels = list(dict.fromkeys(table["cell"]))
+    colours, names = cell_colours(table), cell_names(table)
     table = _valid(table)
     data = [table.loc[table["cell"] == c, "final_regret"].to_numpy() for c in labels]
     fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100)
@@ -130,19 +176,19 @@ def plot_final_distribution(table, *, title: str | None = None) -> Figure:
         box = ax.boxplot([data[i] for i in drawn], positions=y[drawn], orientation="horizontal", widths=0.55,
                          showfliers=False, patch_artist=True, medianprops={"color": "black"})
         for patch, i in zip(box["boxes"], drawn):
-            patch.set_facecolor(agent_colour(labels[i]))
+            patch.set_facecolor(colours[labels[i]])
             patch.set_alpha(0.35)
     for yi, vals, label in zip(y, data, labels):
         if vals.size:
             mean, half = mean_ci95(vals)
-            ax.errorbar([mean], [yi], xerr=[half], fmt="o", color=agent_colour(label), ms=4, capsize=3)
+            ax.errorbar([mean], [yi], xerr=[half], fmt="o", color=colours[label], ms=4, capsize=3)
         else:
             ax.text(0.02, yi, NO_VALID, transform=ax.get_yaxis_transform(), va="center", fontsize=8,
                     color="0.3", style="italic")
     ax.set_ylim(-0.6, len(labels) - 0.4)
     if not drawn:
         ax.set_xticks([])
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, [names[label] for label in labels], fontsize=8)
     ax.set_xlabel("final cumulative pseudo-regret")
     ax.grid(alpha=0.3, axis="x")
     inst = table["instance_seed"].nunique() if "instance_seed" in table else 1

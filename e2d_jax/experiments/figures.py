@@ -38,15 +38,18 @@ def title_of(summary: dict) -> str:
 
 def figures(out) -> dict:
     """Every figure of the results directory ``out`` (its summary must exist), drawn from what is
-    on disk: ``{file stem: matplotlib Figure}``. A cell without a valid seed is named in the
-    figures ("no valid seeds") instead of being drawn."""
+    on disk: ``{file stem: matplotlib Figure}``. Every cell has its own colour and name
+    (:func:`e2d_jax.plotting.cell_colours`, :func:`e2d_jax.plotting.cell_names`); a cell without
+    a valid seed is named in the figures ("no valid seeds") instead of being drawn."""
     out = Path(out)
     summary = json.loads((out / storage.SUMMARY).read_text())
     table = storage.read_table(out)
     title = title_of(summary)
     instances = len(summary["config"].get("instance_seeds", [0]))
-    figs = {"regret": plotting.plot_regret(curves_by_cell(table, storage.read_curves(out)), title=title,
-                                           instances=instances),
+    names, colours = plotting.cell_names(table), plotting.cell_colours(table)
+    curves = {names[cell]: runs for cell, runs in curves_by_cell(table, storage.read_curves(out)).items()}
+    figs = {"regret": plotting.plot_regret(curves, title=title, instances=instances,
+                                           colours={names[cell]: c for cell, c in colours.items()}),
             "final_regret": plotting.plot_final_distribution(table, title=title)}
     for hp in sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]}):
         figs[f"regret_vs_{hp}"] = plotting.plot_hyperparameter(table, hp, title=title)

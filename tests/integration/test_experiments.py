@@ -17,6 +17,7 @@ import procs
 
 from e2d_jax import cli
 from e2d_jax.experiments import SweepAgent, SweepError, SweepSpec, load_toml, run_sweep, units
+from e2d_jax.experiments.figures import figures
 from e2d_jax.paper.presets import experiment_spec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,6 +183,16 @@ def test_shipped_sweep_file_and_plot(tmp_path):
     assert cli.main(["plot", str(tmp_path / "eps"), "--hparam", "eps2_scale"]) == 0
     for name in ("regret.png", "final_regret.png", "regret_vs_eps2_scale.png", "regret_vs_eps2_scale.pdf"):
         assert (tmp_path / "eps" / name).stat().st_size > 1000
+    # Every cell of the grid has its own colour and a readable name, in both figures.
+    figs = figures(tmp_path / "eps")
+    grid = [f"anytime-e2d (eps2_scale={c:g})" for c in spec.agents[0].cells()["eps2_scale"]]
+    lines = {ln.get_label(): ln.get_color() for ln in figs["regret"].axes[0].get_lines()}
+    legend = [t.get_text() for t in figs["regret"].axes[0].get_legend().get_texts()]
+    assert legend == list(lines) == grid + ["ucb", "ts"]
+    assert len(set(lines.values())) == len(lines)
+    final = figs["final_regret"].axes[0]
+    assert sorted(t.get_text() for t in final.get_yticklabels()) == sorted(legend)
+    assert len({tuple(p.get_facecolor()[:3]) for p in final.patches}) == len(legend)
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -49,3 +49,18 @@ def test_figures_of_a_table_without_any_valid_run_say_so():
     regret = plotting.plot_regret({"etc[m=2]": (rounds, np.zeros((0, 4)))})
     assert _legend(regret) == ["etc[m=2]: no valid seeds"]
     assert regret.axes[0].get_xlim() == (0.0, 4.0)
+
+
+def test_every_cell_of_a_grid_has_its_own_colour_and_a_readable_name():
+    cells = [("explore_then_commit", {"m": 2.0}), ("explore_then_commit", {"m": 5.0}),
+             ("explore_then_commit", {"m": 15.0}), ("ucb", {}), ("ts", {})]
+    table = _table(cells)
+    names, colours = plotting.cell_names(table), plotting.cell_colours(table)
+    assert list(names.values()) == ["explore_then_commit (m=2)", "explore_then_commit (m=5)",
+                                    "explore_then_commit (m=15)", "ucb", "ts"]
+    assert len(set(colours.values())) == 5
+    assert colours["ucb"] == plotting.agent_colour("ucb") and colours["ts"] == plotting.agent_colour("ts")
+    final = plotting.plot_final_distribution(table)
+    ax = final.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()][::-1] == list(names.values())[::-1]
+    assert len({tuple(p.get_facecolor()[:3]) for p in ax.patches}) == 5
