@@ -341,7 +341,7 @@ def _number(x, width: int) -> str:
 
 
 def _interval(lo, hi) -> str:
-    return f"{'-':>19s}" if lo is None or hi is None else f"[{lo:8.2f}, {hi:8.2f}]"
+    return f"{'-':>20s}" if lo is None or hi is None else f"[{lo:8.2f}, {hi:8.2f}]"
 
 
 def invalid_seeds_message(cells: dict) -> str | None:
@@ -364,6 +364,10 @@ def invalid_seeds_message(cells: dict) -> str | None:
     return message
 
 
+#: The header of the printed table's speed column: one rate per agent, over all its cells.
+RATE_HEADER = "seed-rounds/s (per agent)"
+
+
 def _report(summary: dict, out: Path) -> int:
     """Prints the summary table; returns 3 if a cell has invalid seeds."""
     conv = summary.get("conventions")
@@ -376,20 +380,27 @@ def _report(summary: dict, out: Path) -> int:
         count = f"{c['seeds_per_instance']}" + (f" x {c['instances']}" if c["instances"] > 1 else "")
         rows.append((label, c, f"{c['seeds']} valid of {count}" if c["seeds_invalid"] else count))
     seeds_width = max(15, *(len(count) for *_, count in rows))
-    head = f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>19s}  {'seeds':>{seeds_width}s}"
+    head = f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>20s}  {'seeds':>{seeds_width}s}"
     if multi:
-        head += f"  {'median over inst.':>17s}  {'IQR over instances':>19s}"
-    print(head + f"  {'seed-rounds/s':>13s}")
+        head += f"  {'median over inst.':>17s}  {'IQR over instances':>20s}"
+    print(head + f"  {RATE_HEADER}")
+    seen = set()
     for label, c, count in rows:
         lo, hi = c["final_regret_ci95"]
         rate = c.get("seed_rounds_per_second_this_call") or c.get("seed_rounds_per_second") or 0
+        # An agent's cells run in one compiled call: its rate is printed once, on its first cell.
+        rate_text = "" if c["agent"] in seen else f"{rate:,.0f}"
+        seen.add(c["agent"])
         line = (f"  {label:{width}s}  {_number(c['final_regret_mean'], 12)}  {_interval(lo, hi)}  "
                 f"{count:>{seeds_width}s}")
         if multi:
             line += f"  {_number(c['over_instances']['median'], 17)}  {_interval(*c['over_instances']['iqr'])}"
-        print(line + f"  {rate:13,.0f}")
+        print((line + f"  {rate_text:>{len(RATE_HEADER)}s}").rstrip())
     if multi:
         print("  (final regret and CI pooled over seeds x instances; median and IQR over the instances' means)")
+    if len(seen) < len(cells):
+        print("  (seed-rounds/s per agent: the cells of an agent's grid run in one compiled call; the rate on its "
+              "first cell counts the seed-rounds of all of them)")
     message = invalid_seeds_message(cells)
     if message:
         print(message + " Exit status 3.", file=sys.stderr, flush=True)

@@ -263,7 +263,9 @@ def collect(spec: SweepSpec, out, digest: str, ran: set | None = None) -> dict:
     """Reads every chunk file into the table, the curves and the summary (and writes the first
     two); ``ran``: the units run by this call, whose speed the summary reports apart. A
     statistic over no valid seed (a cell, or an instance of it, whose seeds are all invalid) is
-    None in the summary (``null`` in ``summary.json``)."""
+    None in the summary (``null`` in ``summary.json``). A cell's ``compile_seconds`` and
+    seed-rounds per second are its agent's: one call runs every cell of the agent's grid, and
+    the rate counts the seed-rounds of all of them."""
     out = Path(out)
     ran = set() if ran is None else ran
     hp_names = sorted({k for a in spec.agents for k, _ in a.grid})

@@ -4,6 +4,7 @@ import dataclasses
 import errno
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -273,6 +274,45 @@ def test_agent_without_a_valid_seed_is_reported_and_named_in_the_figures(agents,
     else:
         assert any("nothing to draw" in t.get_text() for t in figs["regret"].axes[0].texts)
         assert not final_ax.patches
+
+
+GRID_SWEEP = """
+name = "grid"
+env = "semi-bandit"
+d = 3
+arms = 5
+horizon = 40
+seeds = 6
+record_every = 10
+
+[[agents]]
+name = "my_agents:epsilon_greedy"
+grid = { eps0 = [0.3, 3.0] }
+
+[[agents]]
+name = "ucb"
+"""
+
+
+def test_table_prints_the_speed_once_per_agent(tmp_path, capsys, monkeypatch):
+    """The cells of a grid run in one compiled call: the table prints that call's seed-rounds/s
+    once, on the agent's first cell, under a header that says so, with a note."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples"))
+    (tmp_path / "grid.toml").write_text(GRID_SWEEP)
+    out = tmp_path / "grid"
+    assert cli.main(["sweep", str(tmp_path / "grid.toml"), "--out", str(out), "--quiet"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.strip().startswith("cell"))
+    assert header.endswith("seed-rounds/s (per agent)")
+    rows = {line.split()[0]: line for line in lines if line.startswith("  ") and not line.strip().startswith(("cell", "("))}
+    summary = json.loads((out / "summary.json").read_text())
+    first, second = "epsilon_greedy[eps0=0.3]", "epsilon_greedy[eps0=3]"
+    rate = summary["agents"][first]["seed_rounds_per_second_this_call"]
+    assert rate == summary["agents"][second]["seed_rounds_per_second_this_call"]
+    assert rows[first].endswith(f"{rate:,.0f}") and len(rows[first]) == len(header)
+    assert len(rows[second]) <= len(header) - len("seed-rounds/s (per agent)")  # nothing in the rate column
+    assert rows["ucb"].endswith(f"{summary['agents']['ucb']['seed_rounds_per_second_this_call']:,.0f}")
+    assert any("cells of an agent's grid run in one compiled call" in line for line in lines)
 
 
 def test_summary_reports_solver_statistics(tmp_path):
