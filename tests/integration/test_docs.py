@@ -30,3 +30,10 @@ def test_no_build_output_is_tracked():
 def test_build_outputs_are_ignored(path):
     ignored = _git("check-ignore", "--no-index", "-q", path)
     assert ignored.returncode == 0, f"{path} is not ignored: a docs build would leave it in git status"
+
+
+def test_notebooks_have_one_source():
+    # The site renders notebooks/ itself (docs/notebooks links to it), so no copy can drift.
+    link = ROOT / "docs" / "notebooks"
+    assert link.is_symlink() and link.resolve() == (ROOT / "notebooks").resolve(), \
+        "docs/notebooks must be a link to ../notebooks, not a copy"
