@@ -1,9 +1,15 @@
 """The documentation site's sources, checked without building the site: a build leaves the
-checkout as it was (its outputs and caches are ignored, none is tracked).
+checkout as it was (its outputs and caches are ignored, none is tracked), and the site loads
+nothing from other hosts, so it reads the same offline (formulas included: MathJax is served
+with the site). The slow test builds the site and opens a page of formulas in headless
+Chromium (``docs/tools/check_site.py``).
 """
+import importlib.util
 import pathlib
+import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -37,3 +43,37 @@ def test_notebooks_have_one_source():
     link = ROOT / "docs" / "notebooks"
     assert link.is_symlink() and link.resolve() == (ROOT / "notebooks").resolve(), \
         "docs/notebooks must be a link to ../notebooks, not a copy"
+
+
+def test_site_loads_nothing_from_other_hosts():
+    config = (ROOT / "mkdocs.yml").read_text()
+    assert re.findall(r"https?://\S+", config) == [], "mkdocs.yml names other hosts: the site must work offline"
+    assert re.search(r"^\s+font: false\s*$", config, re.M), \
+        "mkdocs.yml: theme.font must be false (otherwise the theme loads its fonts from Google Fonts)"
+    remote = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s*["']?(?:https?:)?//""", re.I)
+    sources = [*(ROOT / "docs").rglob("*.md"), *(ROOT / "docs").rglob("*.js"), *(ROOT / "docs").rglob("*.html")]
+    found = [f"{path.relative_to(ROOT)}: {m.group(0)}" for path in sources for m in remote.finditer(path.read_text())]
+    assert found == [], "pages load from other hosts:\n" + "\n".join(found)
+
+
+def _site_check():
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "docs" / "tools" / "check_site.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_built_site_typesets_formulas_offline(tmp_path):
+    for package in ("mkdocs", "jupyter_server_mathjax"):
+        if importlib.util.find_spec(package) is None:
+            pytest.skip(f"needs the docs extra (pip install '.[docs]'; {package} is missing)")
+    check_site = _site_check()
+    browser = check_site.find_browser()
+    if browser is None:
+        pytest.skip("needs Chromium (e.g. apt-get install chromium)")
+    build = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr[-5000:]
+    failures, formulas = check_site.check(tmp_path / "site", ["ids/"], browser)
+    assert failures == [] and formulas["ids/"] > 0
