@@ -1,8 +1,9 @@
 """The documentation site's sources, checked without building the site: a build leaves the
 checkout as it was (its outputs and caches are ignored, none is tracked), and the site loads
 nothing from other hosts, so it reads the same offline (formulas included: MathJax is served
-with the site). The slow test builds the site and opens a page of formulas in headless
-Chromium (``docs/tools/check_site.py``).
+with the site), and the tables of registered environments and agents are the registry's
+(``docs/tools/registry_tables.py`` draws them at build time). The slow test builds the site
+and opens a page of formulas in headless Chromium (``docs/tools/check_site.py``).
 """
 import importlib.util
 import pathlib
@@ -56,11 +57,48 @@ def test_site_loads_nothing_from_other_hosts():
     assert found == [], "pages load from other hosts:\n" + "\n".join(found)
 
 
-def _site_check():
-    spec = importlib.util.spec_from_file_location("check_site", ROOT / "docs" / "tools" / "check_site.py")
+def _tool(name: str):
+    """A module of ``docs/tools/`` (the build's own code, not a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_tools_{name}", ROOT / "docs" / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_sweeps_page_lists_every_registered_name():
+    from e2d_jax.experiments import registry
+
+    tables = _tool("registry_tables")
+    page = (ROOT / "docs" / "sweeps.md").read_text()
+    assert tables.PLACEHOLDER.findall(page) == ["environments", "agents"], \
+        "docs/sweeps.md must draw its tables of names from the registry (<!-- registry: environments --> and " \
+        "<!-- registry: agents --> on lines of their own)"
+    listed = re.findall(r"^\| `([^`]+)` \|", tables.fill(page), re.M)
+    assert sorted(set(registry.ENVIRONMENTS) | set(registry.AGENTS) | {"e2d-nN"}) == sorted(listed)
+
+
+def test_agent_names_are_paired_with_their_python_functions():
+    from e2d_jax.experiments import registry
+
+    rows = {name: python for name, _, python, _, _ in _tool("registry_tables").agent_rows(registry)}
+    shown = {name: re.fullmatch(r"\[`([^`]+)`\]\[[\w.]+\]", python).group(1) for name, python in rows.items()}
+    assert shown == {"anytime-e2d": "e2d_jax.anytime_e2d", "e2d": "e2d_jax.fixed_horizon_e2d(horizon=n)",
+                     "e2d-nN": "e2d_jax.fixed_horizon_e2d(horizon=N)", "ucb": "e2d_jax.ucb",
+                     "ts": "e2d_jax.thompson_sampling", "ts-finite": "e2d_jax.posterior_sampling", "ids": "e2d_jax.ids"}
+
+
+def test_environment_names_are_paired_with_their_builders():
+    from e2d_jax.envs import finite, linear, zoo
+    from e2d_jax.experiments import registry
+
+    tables = _tool("registry_tables")
+    builders = {name: tables.builder_function(entry) for name, entry in registry.ENVIRONMENTS.items()}
+    assert all(fn.__module__.startswith("e2d_jax.envs.") for fn in builders.values()), builders
+    assert builders["semi-bandit"] is linear.semi_bandit
+    assert builders["finite-revealing-plain"] is finite.revealing_class
+    assert builders["end-of-optimism"] is zoo.end_of_optimism
+    assert tables.public_name(linear.semi_bandit) == "e2d_jax.semi_bandit"
+    assert tables.public_name(zoo.end_of_optimism) == "e2d_jax.envs.zoo.end_of_optimism"
 
 
 @pytest.mark.slow
@@ -68,7 +106,7 @@ def test_built_site_typesets_formulas_offline(tmp_path):
     for package in ("mkdocs", "jupyter_server_mathjax"):
         if importlib.util.find_spec(package) is None:
             pytest.skip(f"needs the docs extra (pip install '.[docs]'; {package} is missing)")
-    check_site = _site_check()
+    check_site = _tool("check_site")
     browser = check_site.find_browser()
     if browser is None:
         pytest.skip("needs Chromium (e.g. apt-get install chromium)")
