@@ -107,8 +107,8 @@ def render(browser: str, url: str, screenshot: str | None = None) -> tuple[str, 
                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "--virtual-time-budget=20000",
                 "--enable-logging=stderr", "--v=0"]
         if screenshot:
-            shot = [*args, "--window-size=1280,1500", "--hide-scrollbars", f"--screenshot={os.path.abspath(screenshot)}",
-                    url]
+            shot = [*args, "--window-size=1280,1500", "--hide-scrollbars",
+                    f"--screenshot={os.path.abspath(screenshot)}", url]
             subprocess.run(shot, capture_output=True, timeout=120, check=True)
         done = subprocess.run([*args, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     if done.returncode != 0 or not done.stdout.strip():

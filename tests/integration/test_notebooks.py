@@ -65,7 +65,7 @@ def _output_texts(cell):
 
 
 @pytest.mark.parametrize("text, found", [
-    ("/home/ann/.venv/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning", "/home/ann/.venv/lib/python3.11/site-packages/tqdm/auto.py"),
+    ("/home/ann/.venv/lib/tqdm/auto.py:21: TqdmWarning", "/home/ann/.venv/lib/tqdm/auto.py"),
     ("wrote (/tmp/tmpab12/exp1)", "/tmp/tmpab12/exp1"),
     ("saved to C:\\Users\\ann\\runs", "C:\\U"),
     ("see https://ipywidgets.readthedocs.io/en/stable/user_install.html", None),
