@@ -6,6 +6,7 @@ with the site), and the tables of registered environments and agents are the reg
 and opens a page of formulas in headless Chromium (``docs/tools/check_site.py``).
 """
 import importlib.util
+import json
 import pathlib
 import re
 import shutil
@@ -115,3 +116,50 @@ def test_built_site_typesets_formulas_offline(tmp_path):
     assert build.returncode == 0, build.stderr[-5000:]
     failures, formulas = check_site.check(tmp_path / "site", ["ids/"], browser)
     assert failures == [] and formulas["ids/"] > 0
+
+
+def _tables_after(text: str, heading: str) -> list[list[str]]:
+    """The rows (lists of cells) of the first Markdown table after ``heading``."""
+    rows = []
+    for line in text[text.index(heading):].splitlines()[1:]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip("|").split("|")])
+        elif rows:
+            break
+    return rows
+
+
+def test_readme_results_are_the_paper_page_results():
+    # README's Figure 1 table is the "impl., 1,000 seeds" column of the paper page's tables.
+    readme = _tables_after((ROOT / "README.md").read_text(), "<!-- figure1-table")
+    paper = (ROOT / "docs" / "paper.md").read_text()
+    columns = []
+    for heading in ("**Experiment 1**", "**Experiment 2**"):
+        header, _, *rows = _tables_after(paper, heading)
+        at = header.index("impl., 1,000 seeds")
+        columns.append({row[0]: row[at] for row in rows})
+    agents = list(dict.fromkeys([*columns[0], *columns[1]]))
+    assert readme[2:] == [[agent, *(column.get(agent, "—") for column in columns)] for agent in agents]
+
+
+def test_readme_table_is_written_between_its_markers(tmp_path):
+    tool = _tool("readme_table")
+    for name, d, n, agents in (("exp1", 3, 2000, {"anytime-e2d": 64.94, "e2d-n2000": 74.46}),
+                               ("exp2", 30, 1000, {"anytime-e2d": 63.6})):
+        (tmp_path / name).mkdir()
+        cells = {label: {"final_regret_mean": mean, "final_regret_ci95": [mean - 1, mean + 1], "seeds": 4,
+                         "seeds_invalid": 0} for label, mean in agents.items()}
+        summary = {"agents": cells, "conventions": "implementation", "versions": {"e2d_jax": "0"},
+                   "config": {"d": d, "horizon": n, "seeds": 4, "instance_seeds": [0]}}
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n\n{tool.BEGIN}\n| old |\n{tool.END}\n\nmore\n")
+    assert tool.main([str(tmp_path), "--readme", str(readme), "--check"]) == 1
+    assert tool.main([str(tmp_path), "--readme", str(readme)]) == 0
+    assert readme.read_text() == (
+        f"intro\n\n{tool.BEGIN}\n"
+        "| agent | Experiment 1 (d=3, n=2,000) | Experiment 2 (d=30, n=1,000) |\n|---|---|---|\n"
+        "| anytime-e2d | 64.9 [63.9, 65.9] | 63.6 [62.6, 64.6] |\n| e2d-n2000 | 74.5 [73.5, 75.5] | — |\n"
+        f"{tool.END}\n\nmore\n")
+    assert tool.main([str(tmp_path), "--readme", str(readme), "--check"]) == 0
+    assert tool.BEGIN in (ROOT / "README.md").read_text() and tool.END in (ROOT / "README.md").read_text()
