@@ -19,19 +19,13 @@ options from the sweep (strings, numbers) and, in a grid, with each cell's numer
 hyperparameters as traced values, exactly like the library's own factories. A factory that
 takes a ``horizon`` argument gets the sweep's horizon.
 
-The library's environments (instance drawn from ``instance_key(instance_seed)``):
-
-* linear: ``semi-bandit`` (the paper's experiments as its text describes them; d=3, K=10),
-  ``semi-bandit-authors`` (the same as the authors' code draws it: f* = e_1, unnormalised
-  Gaussian features, action 0 revealing), ``linear-bandit``, ``mab``;
-* finite classes: ``finite-mab`` (K=5, M=30 random mean vectors), ``finite-revealing``
-  (K=10, M=30, an informative costly action at gain 3), ``finite-revealing-plain`` (gain 1),
-  ``finite-bernoulli`` (K=5, M=30).
-
-The library's agents run on both model families where the algorithm exists. Agent names may
-carry one parameter after ``@``: fixed-horizon E2D tuned for n = 500 is ``e2d@500``, also
-written ``e2d-n500`` (the name used in every output); finite-class options of Anytime-E2D
-follow ``@`` (``anytime-e2d@track+mixture``).
+The library's names are the entries of :data:`ENVIRONMENTS` and :data:`AGENTS`, each with a
+one-line ``help`` (the command line's ``--help`` lists them with it); an environment's
+instance ``i`` is drawn from ``instance_key(i)``. The library's agents run on both model
+families where the algorithm exists. Agent names may carry one parameter after ``@``:
+fixed-horizon E2D tuned for n = 500 is ``e2d@500``, also written ``e2d-n500`` (the name used
+in every output); finite-class options of Anytime-E2D follow ``@``
+(``anytime-e2d@track+mixture``).
 """
 from __future__ import annotations
 

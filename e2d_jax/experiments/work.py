@@ -37,9 +37,13 @@ class Interrupted(Exception):
 
 def progress_bar(total: int, enabled=None):
     """A tqdm bar over units (shown on a terminal when ``enabled`` is None)."""
-    from tqdm.auto import tqdm  # a presentation detail: imported where it is drawn
-
     disable = (not sys.stderr.isatty()) if enabled is None else not enabled
+    # A presentation detail, imported where it is drawn. tqdm.auto only for a bar that is
+    # drawn: in a notebook without ipywidgets its import warns, naming its own file.
+    if disable:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
     return tqdm(total=total, unit="unit", disable=disable, dynamic_ncols=True)
 
 

@@ -1,9 +1,14 @@
-"""The paper's figures from stored results: Figure 1 and the sensitivity figure.
+"""The paper's figures from stored results: Figure 1, its final regrets as a table, and the
+sensitivity figure.
 
-Both read sweep directories (``results.parquet``, ``curves.npz``, ``summary.json``) and
-return bare matplotlib figures; :func:`e2d_jax.plotting.save` writes them as PDF and PNG.
+They read sweep directories (``results.parquet``, ``curves.npz``, ``summary.json``); the
+figures are bare matplotlib figures (:func:`e2d_jax.plotting.save` writes them as PDF and
+PNG), the table is Markdown text.
 """
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -38,6 +43,40 @@ def plot_figure1(dirs: dict) -> Figure:
     axes[0].set_ylabel("cumulative pseudo-regret")
     fig.tight_layout()
     return fig
+
+
+def final_regret_table(dirs: dict) -> str:
+    """Figure 1's final pseudo-regrets as a Markdown table: mean [95% CI] over the valid seeds,
+    one column per results directory (``{column title: results dir}``, e.g. the two
+    experiments of ``e2d-jax reproduce all``) and one row per agent, in the order the
+    directories' ``summary.json`` list them.
+
+    A cell is ``—`` where a directory has no such agent, and ends in ``(k valid)`` where seeds
+    were left out of the mean (non-finite decisions or invalid actions). With several
+    hyperparameter cells or instances the figures are the pooled ones of ``summary.json``.
+
+    Returns:
+      The table, one line per row, ending in a newline.
+    """
+    columns = {}
+    for title, out in dirs.items():
+        path = Path(out) / storage.SUMMARY
+        if not path.is_file():
+            raise ValueError(f"dirs[{title!r}]: {out} has no {storage.SUMMARY} (not a finished results directory)")
+        columns[title] = json.loads(path.read_text())["agents"]
+    agents = list(dict.fromkeys(label for cells in columns.values() for label in cells))
+    lines = ["| agent | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for label in agents:
+        lines.append(f"| {label} | " + " | ".join(_final_regret(cells.get(label)) for cells in columns.values()) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _final_regret(cell: dict | None) -> str:
+    if cell is None:
+        return "—"
+    lo, hi = cell["final_regret_ci95"]
+    text = f"{cell['final_regret_mean']:.1f} [{lo:.1f}, {hi:.1f}]"
+    return text + (f" ({cell['seeds']} valid)" if cell.get("seeds_invalid") else "")
 
 
 def plot_sensitivity(dirs: dict) -> Figure:
