@@ -8,8 +8,8 @@ dispatches on the model class it is given (``LinearModel`` or ``FiniteModel``: a
 choice at trace time, nothing at run time). Arguments are checked when the factory is
 called: those that fit neither family raise a ValueError at once, naming the valid
 arguments of each, and those that fit one family only (``divergence`` and ``reg`` are
-linear, ``estimate``, ``eta`` and ``lam_search`` finite; a ``LinearSolverConfig`` or
-``FiniteSolverConfig`` picks its family) raise when the agent meets the other family's
+linear, ``estimate``, ``eta`` and ``lam_search`` finite; a ``solver`` that solves one
+family's program only picks that family) raise when the agent meets the other family's
 model, with the reason. UCB and Thompson sampling run on both families already (finite
 classes through their linear view).
 """

@@ -50,7 +50,6 @@ they use every observation the environment gives but not the finiteness of the c
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import NamedTuple
 
@@ -61,6 +60,7 @@ import numpy as np
 from e2d_jax import _checks as V
 from e2d_jax.agents import schedules
 from e2d_jax.dec import finite as dec
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs import finite
 from e2d_jax.estimators import ewa
 from e2d_jax.types import GAP_TYPES, Agent, E2DInfo, Status, WarmStart
@@ -74,8 +74,8 @@ ESTIMATES = ("sample", "mixture")
 #: to 1e-3 in at most 8 interior-point iterations, stop at a certified 1e-2. The per-round
 #: certified gap is reported in the diagnostics. Dropping the refinement round would be
 #: faster still but changes the agent's behaviour on some classes, so it is kept.
-PLAIN_AGENT_SOLVER = dec.FiniteSolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid=7, lam_refine=8, lam_rounds=1,
-                                            candidates=4, maxiter=8)
+PLAIN_AGENT_SOLVER = S.LambdaSearch(inner=S.MatrixGameIPM(maxiter=8), rtol=1e-2, inner_rtol=1e-3, lam_grid=7,
+                                    lam_refine=8, lam_rounds=1, candidates=4, subdivide=1)
 
 #: The default budget (a sampled f_hat, the global search): the search continues from the
 #: games solved for the same model in earlier rounds (``dec.solve_acdec_memory``; the games do
@@ -84,10 +84,10 @@ PLAIN_AGENT_SOLVER = dec.FiniteSolverConfig(rtol=1e-2, inner_rtol=1e-3, lam_grid
 #: refinement points per model are kept. Games as above (1e-3, at most 8 interior-point
 #: iterations), stop at a certified 1e-2. The same regret as :data:`PLAIN_AGENT_SOLVER` at a
 #: fraction of its games (docs: Performance).
-AGENT_SOLVER = dataclasses.replace(PLAIN_AGENT_SOLVER, lam_refine=3, memory=16)
+AGENT_SOLVER = PLAIN_AGENT_SOLVER.replace(lam_refine=3, memory=16)
 
 
-def default_solver(estimate: str = "sample", lam_search: str = "global") -> dec.FiniteSolverConfig:
+def default_solver(estimate: str = "sample", lam_search: str = "global") -> S.LambdaSearch:
     """Anytime-E2D's default budget: :data:`AGENT_SOLVER` where the per-model memory applies
     (a sampled f_hat and the global search), else :data:`PLAIN_AGENT_SOLVER`."""
     return AGENT_SOLVER if estimate == "sample" and lam_search == "global" else PLAIN_AGENT_SOLVER
@@ -111,15 +111,14 @@ def check_finite_model(model, agent_name: str):
                          "families")
 
 
-def _check_common(gap_type, estimate, eta, solver):  # solver: a resolved FiniteSolverConfig
+def _check_common(gap_type, estimate, eta, solver, program):
+    """Checks the shared arguments; returns the solver as a value (a name resolved)."""
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
     if estimate not in ESTIMATES:
         raise ValueError(f"estimate must be one of {ESTIMATES}, got {estimate!r}")
     V.check_positive("eta", eta)
-    if not isinstance(solver, dec.FiniteSolverConfig):
-        raise ValueError("solver must be an e2d_jax.FiniteSolverConfig for finite classes (e.g. "
-                         f"e2d_jax.agents.e2d_finite.AGENT_SOLVER), got {type(solver).__name__}")
+    return S.resolve(solver, "finite", program, gap_type)
 
 
 def _matrices(key, state: E2DState, model: finite.FiniteModel, gap_type: str, estimate: str):
@@ -139,7 +138,7 @@ def _matrices(key, state: E2DState, model: finite.FiniteModel, gap_type: str, es
     return g, info, jnp.argmax(weights).astype(jnp.int32)
 
 
-def _init(model: finite.FiniteModel, estimate: str, memory_config: dec.FiniteSolverConfig | None = None):
+def _init(model: finite.FiniteModel, estimate: str, memory_config: S.LambdaSearch | None = None):
     k, m = model.num_actions, model.num_models
     dtype = model.rewards.dtype
     width = m + 1 if estimate == "mixture" else m
@@ -173,7 +172,7 @@ def _play(key, state, res):
 LAMBDA_SEARCHES = ("global", "track")
 
 
-def uses_memory(estimate: str, lam_search: str, solver: dec.FiniteSolverConfig) -> bool:
+def uses_memory(estimate: str, lam_search: str, solver: S.LambdaSearch) -> bool:
     """Whether Anytime-E2D keeps a :class:`~e2d_jax.dec.finite.LambdaMemory` per model: the
     global search with a sampled f_hat (whose matrices depend on the model only) and
     ``solver.memory > 0``."""
@@ -185,7 +184,7 @@ def _warm_start(state: E2DState) -> WarmStart:
     return WarmStart(state.mu, state.omega, jnp.zeros((), state.mu.dtype))
 
 
-def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DState, index):
+def memory_search(gaps, info, eps2, solver: S.LambdaSearch, state: E2DState, index):
     """One round's global lambda search continued from the games solved for model ``index``
     in earlier rounds (``dec.solve_acdec_memory``); returns the result and the new state's
     memory. The branch and bound covers every lam >= 0 as the plain search does, so a seed
@@ -197,7 +196,7 @@ def memory_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
     return res, memory
 
 
-def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DState):
+def global_search(gaps, info, eps2, solver: S.LambdaSearch, state: E2DState):
     """One round's global lambda search: ``solve_acdec`` warm-started from the last round's
     mixtures, its first chunk seeded by the last round's lam* (``state.lam``; the posterior
     and f_hat move slowly). The coarse points over the whole proven range, lam = 0 and the
@@ -209,7 +208,7 @@ def global_search(gaps, info, eps2, solver: dec.FiniteSolverConfig, state: E2DSt
 
 
 def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "delta_f", estimate: str = "sample",
-                eta=1.0, lam_search: str = "global", solver: dec.FiniteSolverConfig | None = None) -> Agent:
+                eta=1.0, lam_search: str = "global", solver=None) -> Agent:
     """Anytime-E2D (Algorithm 1) with EWA (Algorithm 2) on a finite class.
 
     Args:
@@ -225,7 +224,8 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "
         5 points around the previous round's lam*(mu), ``solve_acdec_tracking``: 6 games a
         round instead of up to 24; a local search, see the module docstring; its certified
         gap covers all lam and is large when it misses the global basin).
-      solver: a :class:`~e2d_jax.dec.finite.FiniteSolverConfig` (default:
+      solver: a :class:`~e2d_jax.dec.solvers.LambdaSearch` value or a name of
+        :data:`e2d_jax.dec.solvers.SOLVERS` that solves the finite ac-DEC (default:
         :func:`default_solver`, i.e. :data:`AGENT_SOLVER` with its per-model memory for the
         default sampled f_hat and global search, :data:`PLAIN_AGENT_SOLVER` otherwise). A
         ``memory > 0`` is used only with a sampled f_hat and the global search.
@@ -239,7 +239,7 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "
     """
     if solver is None:
         solver = default_solver(estimate, lam_search)
-    _check_common(gap_type, estimate, eta, solver)
+    solver = _check_common(gap_type, estimate, eta, solver, "acdec")
     schedules.check_schedule(eps2_schedule, "finite")
     V.check_positive("eps2_scale", eps2_scale)
     if lam_search not in LAMBDA_SEARCHES:
@@ -290,11 +290,11 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "
 
 #: Fixed-horizon E2D's game solver (one game at a fixed lam a round): games certified to 1e-4 in
 #: at most 20 interior-point iterations.
-E2D_SOLVER = dataclasses.replace(PLAIN_AGENT_SOLVER, rtol=1e-4, maxiter=20, lam_rounds=2)
+E2D_SOLVER = S.MatrixGameIPM(maxiter=20, rtol=1e-4)
 
 
 def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, gap_type: str = "delta_f",
-                      estimate: str = "sample", eta=1.0, solver: dec.FiniteSolverConfig = E2D_SOLVER) -> Agent:
+                      estimate: str = "sample", eta=1.0, solver=E2D_SOLVER) -> Agent:
     """Fixed-horizon E2D: mu_t solves the offset DEC dec^o_lam(f_hat_t) for a fixed lam.
 
     Args:
@@ -305,7 +305,8 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
       gap_type: as in :func:`anytime_e2d`.
       estimate: see ``gap_type``.
       eta: see ``gap_type``.
-      solver: the matrix-game solver configuration.
+      solver: the matrix-game solver: a :class:`~e2d_jax.dec.solvers.MatrixGameIPM` or
+        :class:`~e2d_jax.dec.solvers.Saddle` value, or a name of :data:`e2d_jax.dec.solvers.SOLVERS`.
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
@@ -314,7 +315,7 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
       Foster et al. (2021), E2D; Kirschner et al. (2023), Section 'The Decision-Estimation
       Coefficient' (dec^o_lam).
     """
-    _check_common(gap_type, estimate, eta, solver)
+    solver = _check_common(gap_type, estimate, eta, solver, "offset")
     if (lam is None) == (horizon is None):
         raise ValueError("fixed_horizon_e2d needs exactly one of horizon (to tune lam for the class) or lam")
     if horizon is not None:
@@ -359,7 +360,7 @@ def _tuning(model: finite.FiniteModel, horizon: int, gap_type: str, num: int):
     log_m = math.log(m)
     center = math.sqrt(horizon * k / log_m)
     lams = jnp.asarray(np.geomspace(1e-3 * center, 1e3 * center, num), dtype)
-    config = dataclasses.replace(dec.OFFSET_DEFAULTS, rtol=1e-6)
+    config = S.SOLVERS["ipm"].replace(rtol=1e-6)
 
     def per_f(f):
         rewards_f, obs_f = finite.model_at(model, f)

@@ -22,14 +22,17 @@ with the constraint mu ||.||^2 nu <= 2 sigma^2 eps^2 and the multiplier lambda /
 are in regret units (the same in both, see :class:`~e2d_jax.types.E2DInfo`).
 
 Gaps: Delta_f by default (the paper's experiments: "both algorithms performed better with
-Delta_f"); ``gap_type="delta"`` is available with the grid solvers.
+Delta_f"); ``gap_type="delta"`` needs a solver that solves it (Anytime-E2D: a grid solver or
+the lambda search; the exact form is convex only for Delta_f).
 
-Solver: warm-started from the previous round's (mu, omega) every round. The default
-:data:`AGENT_SOLVER` is the exact saddle-point solver with a small per-round budget: since
-f_hat moves little between rounds, a few warm-started iterations track the solution (the
-incremental scheme the paper's conclusion asks for); the per-round certified gap is recorded
-and the simulator summarises it per seed. :data:`e2d_jax.dec.linear.PAPER_SOLVER` is the
-paper's solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
+Solver: a value or name of :mod:`e2d_jax.dec.solvers`, warm-started from the previous
+round's (mu, omega) every round. The default :data:`AGENT_SOLVER` (``"tracking"``) is
+mirror-prox on the exact form (Anytime-E2D) or the offset program (E2D) with a small
+per-round budget: since f_hat moves little between rounds, a few warm-started iterations
+track the solution (the incremental scheme the paper's conclusion asks for). The round's
+certified gap sets its status (``OK`` when within the solver's tolerance; docs: Concepts,
+'Round statuses') and the simulator summarises it per seed. ``"paper"`` is the paper's
+solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
 
 Non-finite solves: a round whose solve is non-finite keeps the previous round's mu (and
 warm start) to sample from and reports ``Status.NONFINITE``, which the simulator counts per
@@ -49,15 +52,14 @@ import jax.numpy as jnp
 from e2d_jax import _checks as V
 from e2d_jax.agents import schedules
 from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel
 from e2d_jax.estimators import ridge
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status, WarmStart
 
-#: Per-round budget of the agents' default solver: the exact saddle-point form, warm-started,
-#: 10 mirror-prox iterations and one certificate per round, whose certified gap sets the
-#: round's status (OK within 1e-3 of the value). The docs' 'Design notes' give the
-#: measurement behind it.
-AGENT_SOLVER = dec_linear.LinearSolverConfig(solver="saddle", maxiter=10, rtol=1e-3, check_every=10)
+#: The agents' default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
+#: ``"tracking"``): warm-started mirror-prox with a per-round budget.
+AGENT_SOLVER = S.TRACKING
 
 
 class E2DState(NamedTuple):
@@ -79,18 +81,14 @@ def check_linear_model(model, agent_name: str):
                          "on both families")
 
 
-def _check_common(divergence, gap_type, reg, solver, exact_form=True):
+def _check_common(divergence, gap_type, reg, solver, program):
+    """Checks the shared arguments; returns the solver as a value (a name resolved)."""
     if divergence not in DIVERGENCES:
         raise ValueError(f"divergence must be one of {DIVERGENCES}, got {divergence!r}")
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
     V.check_positive("reg", reg)
-    if not isinstance(solver, dec_linear.LinearSolverConfig):
-        raise ValueError("solver must be an e2d_jax.dec.linear.LinearSolverConfig for linear models (e.g. "
-                         "e2d_jax.agents.e2d_linear.AGENT_SOLVER or e2d_jax.dec.linear.PAPER_SOLVER), got "
-                         f"{type(solver).__name__}")
-    if exact_form and gap_type == "delta" and solver.solver == "saddle":
-        raise ValueError("solver: gap_type='delta' needs a grid solver ('fw-grid' or 'saddle-grid')")
+    return S.resolve(solver, "linear", program, gap_type)
 
 
 def _init(reg, name):
@@ -123,7 +121,7 @@ def anytime_e2d(
     eps2_scale=1.0,
     divergence: str = "squared",
     gap_type: str = "delta_f",
-    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
+    solver=AGENT_SOLVER,
     reg=1.0,
 ) -> Agent:
     """Anytime-E2D (Algorithm 1) with ridge regression.
@@ -137,13 +135,14 @@ def anytime_e2d(
       divergence: ``"squared"`` (||M (g - f)||^2, the default) or ``"kl"`` (the Gaussian KL of
         the paper's text); see the module docstring.
       gap_type: ``"delta_f"`` or ``"delta"``.
-      solver: a :class:`~e2d_jax.dec.linear.LinearSolverConfig` (``PAPER_SOLVER`` for the paper's).
+      solver: a solver value or name of :mod:`e2d_jax.dec.solvers` that solves the linear
+        ac-DEC for ``gap_type`` (default :data:`AGENT_SOLVER`; ``"paper"`` for the paper's).
       reg: ridge regulariser (V_0 = reg I; may be traced).
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
     """
-    _check_common(divergence, gap_type, reg, solver)
+    solver = _check_common(divergence, gap_type, reg, solver, "acdec")
     schedules.check_schedule(eps2_schedule, "linear")
     V.check_positive("eps2_scale", eps2_scale)
 
@@ -178,7 +177,7 @@ def fixed_horizon_e2d(
     lam_scale=1.0,
     divergence: str = "squared",
     gap_type: str = "delta_f",
-    solver: dec_linear.LinearSolverConfig = AGENT_SOLVER,
+    solver=AGENT_SOLVER,
     reg=1.0,
 ) -> Agent:
     """E2D with the offset DEC for a fixed lambda (Foster et al., 2021).
@@ -189,15 +188,15 @@ def fixed_horizon_e2d(
       lam_scale: m > 0 multiplying lambda (may be traced; 1 by default).
       divergence: as in :func:`anytime_e2d`.
       gap_type: as in :func:`anytime_e2d`.
-      solver: as in :func:`anytime_e2d` (``"fw-grid"`` means plain smoothed Frank-Wolfe
+      solver: a solver value or name that solves the linear offset DEC (default
+        :data:`AGENT_SOLVER`; ``"fw-grid"`` or ``"paper"`` mean plain smoothed Frank-Wolfe
         here: there is no lambda to search).
       reg: as in :func:`anytime_e2d`.
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo` (``eps2`` = 0).
     """
-    # For a fixed lambda each program is convex in mu for both gap choices: any solver works.
-    _check_common(divergence, gap_type, reg, solver, exact_form=False)
+    solver = _check_common(divergence, gap_type, reg, solver, "offset")
     if (lam is None) == (horizon is None):
         raise ValueError("fixed_horizon_e2d needs exactly one of horizon (to tune lambda) or lam")
     base = horizon_lambda(horizon) if lam is None else V.check_positive("lam", lam)

@@ -46,6 +46,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from e2d_jax.dec.solvers import SOLVERS
 from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.executors import make_executor
 from e2d_jax.experiments.figures import draw as draw_figures
@@ -214,12 +215,14 @@ def _common(p, out_default=None):
 
 def _agent_flags(p):
     """The E2D agents' static options (on linear models unless said)."""
-    p.add_argument("--solver", choices=list(registry.SOLVER_NAMES), default=None,
-                   help="DEC solver of the E2D agents on linear models: saddle (exact form; the default), "
-                        "fw-grid (Frank-Wolfe on a lambda grid), saddle-grid, or paper (100 FW steps on a "
-                        "50-point grid)")
+    p.add_argument("--solver", choices=list(SOLVERS), default=None,
+                   help="DEC solver of the E2D agents (a preset of e2d_jax.dec.solvers): tracking (warm-started "
+                        "mirror-prox with a per-round budget; the linear agents' default), saddle (mirror-prox to "
+                        "1e-3), fw-grid (Frank-Wolfe on a lambda grid), saddle-grid, paper (100 Frank-Wolfe steps "
+                        "on a 50-point grid), lambda-search (the certified lambda search; the finite Anytime-E2D's), "
+                        "ipm (interior point; finite E2D's games); default: each agent's own")
     p.add_argument("--solver-iters", type=_positive_int("--solver-iters"), default=None,
-                   help="per-round solver iteration budget (linear models; default: the solver's)")
+                   help="per-round solver iteration budget (the inner games' of a lambda search; default: the solver's)")
     p.add_argument("--divergence", choices=list(DIVERGENCES), default=None,
                    help="E2D's information on linear models: squared (||M(g-f)||^2; the default) or kl (the "
                         "Gaussian KL, half of it at sigma = 1, as the paper's text writes)")

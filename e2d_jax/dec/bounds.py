@@ -42,6 +42,7 @@ import numpy as np
 from e2d_jax import _checks as V
 from e2d_jax.dec import finite as dec_finite
 from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs.finite import FiniteModel
 from e2d_jax.envs.linear import LinearModel
 from e2d_jax.types import GAP_TYPES
@@ -107,24 +108,25 @@ class DecCurve(NamedTuple):
         return np.sqrt(self.eps2)
 
 
-#: The linear curve's solver: certified to 1e-6 relative within 20,000 mirror-prox steps.
-LINEAR_CURVE_SOLVER = dec_linear.LinearSolverConfig(maxiter=20_000, rtol=1e-6, check_every=50)
+#: The linear curve's solver for gaps Delta_f: certified to 1e-6 relative within 20,000
+#: mirror-prox steps.
+LINEAR_CURVE_SOLVER = S.Saddle(maxiter=20_000, rtol=1e-6, check_every=50)
 
 
-def acdec_curve(model, eps2, *, gap_type: str = "delta_f", references=None, **options) -> DecCurve:
+def acdec_curve(model, eps2, *, gap_type: str = "delta_f", references=None, solver=None, **options) -> DecCurve:
     """max_f dec^ac_eps(f) for every eps^2 in ``eps2`` (one solve per (f, eps^2), batched).
 
     Args:
       model: a :class:`~e2d_jax.envs.finite.FiniteModel` (every member is a reference f) or a
         :class:`~e2d_jax.envs.linear.LinearModel` (the references are ``references``).
       eps2: (E,) radii squared eps^2 > 0.
-      gap_type: ``"delta_f"`` (Delta_f, default) or ``"delta"`` (Delta; finite classes and the
-        linear grid solvers only).
+      gap_type: ``"delta_f"`` (Delta_f, default) or ``"delta"`` (Delta).
       references: linear models only: (F, d) reference parameters f (default: the K feature
         vectors phi_pi).
-      **options: fields of the family's solver configuration
-        (:class:`~e2d_jax.dec.finite.FiniteSolverConfig`, or
-        :class:`~e2d_jax.dec.linear.LinearSolverConfig` with ``solver`` for linear models).
+      solver: a solver value or name of :mod:`e2d_jax.dec.solvers` for the family's ac-DEC
+        (default: the DEC functions' default, with the linear exact form's budget raised to
+        :data:`LINEAR_CURVE_SOLVER`).
+      **options: fields of the solver to change.
 
     Returns:
       DecCurve (NumPy arrays).
@@ -135,9 +137,13 @@ def acdec_curve(model, eps2, *, gap_type: str = "delta_f", references=None, **op
     if isinstance(model, FiniteModel):
         if references is not None:
             raise ValueError("references applies to linear models; a finite class's curve is over its members")
-        values, lowers, status = _finite_curve(model, eps2, gap_type, options)
+        values, lowers, status = _finite_curve(model, eps2, gap_type, S.resolve(solver, "finite", "acdec", gap_type,
+                                                                                **options))
     elif isinstance(model, LinearModel):
-        values, lowers, status = _linear_curve(model, eps2, gap_type, references, options)
+        if solver is None and gap_type == "delta_f":
+            solver = LINEAR_CURVE_SOLVER
+        values, lowers, status = _linear_curve(model, eps2, gap_type, references,
+                                               S.resolve(solver, "linear", "acdec", gap_type, **options))
     else:
         raise ValueError(f"model must be a FiniteModel or LinearModel (params.model), got {type(model).__name__}")
     arg = np.argmax(values, axis=1)
@@ -145,8 +151,7 @@ def acdec_curve(model, eps2, *, gap_type: str = "delta_f", references=None, **op
                     per_model_lower=lowers, argmax=arg, status=status)
 
 
-def _finite_curve(model, eps2, gap_type, options):
-    config = dec_finite.solver_config(**options)
+def _finite_curve(model, eps2, gap_type, config):
     # About 16 M^2 floats per problem (the exact objectives of the candidates); keep a batch
     # of problems under ~2^26 floats.
     m = model.num_models
@@ -170,17 +175,11 @@ def _finite_jit(model, eps2, gap_type, config, batch):
     return values.T, lowers.T, status.T
 
 
-def _linear_curve(model, eps2, gap_type, references, options):
+def _linear_curve(model, eps2, gap_type, references, config):
     dtype = model.features.dtype
     refs = model.features if references is None else jnp.asarray(references, dtype)
     V.check_shape("references", refs, (None, model.dim), what="(F, d)")
     V.check_finite("references", refs)
-    solver = options.pop("solver", "saddle" if gap_type == "delta_f" else "fw-grid")
-    if solver == "saddle" and gap_type == "delta":
-        raise ValueError("gap_type='delta' needs a grid solver on linear models (solver='fw-grid' or 'saddle-grid')")
-    base = LINEAR_CURVE_SOLVER if solver == "saddle" else dec_linear.solver_config(solver)
-    config = dec_linear.solver_config(solver, **{**{k: getattr(base, k) for k in ("maxiter", "rtol", "check_every")},
-                                                 **options})
     out = _linear_jit(model.span, refs, jnp.asarray(eps2, dtype), gap_type=gap_type, config=config)
     return tuple(np.asarray(x) for x in out)
 

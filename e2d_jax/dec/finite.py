@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -76,75 +76,10 @@ from jax import lax
 
 from e2d_jax import _checks as V
 from e2d_jax.envs import finite as finite_envs
-from e2d_jax.dec import matrix_game
-from e2d_jax.dec.matrix_game import SOLVERS, GameSolution
+from e2d_jax.dec import lambda_search, matrix_game
+from e2d_jax.dec import solvers as S
+from e2d_jax.dec.matrix_game import GameSolution
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
-
-
-
-@dataclasses.dataclass(frozen=True)
-class FiniteSolverConfig:
-    """How to solve the finite DEC programs (static: part of the compiled function).
-
-    Attributes:
-      solver: the matrix-game solver: ``"ipm"`` (primal-dual interior point, default) or
-        ``"mirror-prox"`` (optimistic mirror-prox of ``e2d_jax.dec.saddle``, warm-startable).
-      maxiter: iteration budget per matrix game (default: 50 for ipm, 2000 for mirror-prox).
-      rtol: stop when the certified gap <= rtol * |value| + atol (for the ac-DEC: of the whole
-        lambda search; for the offset DEC: of the game).
-      atol: absolute part of the tolerance.
-      inner_rtol: relative tolerance of each game inside the ac-DEC search (relative to
-        |dec^o_lam| + lam eps^2, the scale of v(lam)).
-      check_every: mirror-prox iterations between certificate evaluations.
-      lam_grid: points of the first geometric lambda grid (lam = 0 comes on top).
-      lam_refine: points added per branch-and-bound round.
-      lam_rounds: maximal number of branch-and-bound rounds.
-      lam_lo_ratio: the smallest positive grid point is hi * lam_lo_ratio.
-      candidates: how many of the best lams have their mu's exact objective h(mu) evaluated.
-      memory: refinement points kept per model between rounds by :func:`solve_acdec_memory`
-        (an agent's memory of evaluated games; 0: none). The first grid is kept on top.
-    """
-
-    solver: str = "ipm"
-    maxiter: int | None = None
-    rtol: float = 1e-3
-    atol: float = 0.0
-    inner_rtol: float = 1e-6
-    check_every: int = 25
-    lam_grid: int = 24
-    lam_refine: int = 8
-    lam_rounds: int = 12
-    lam_lo_ratio: float = 1e-4
-    candidates: int = 8
-    memory: int = 0
-
-    def __post_init__(self):
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.maxiter is not None:
-            V.check_int("maxiter", self.maxiter, minimum=1)
-        V.check_int("check_every", self.check_every, minimum=1)
-        V.check_int("lam_grid", self.lam_grid, minimum=2)
-        V.check_int("lam_refine", self.lam_refine, minimum=1)
-        V.check_int("lam_rounds", self.lam_rounds, minimum=0)
-        V.check_int("candidates", self.candidates, minimum=1)
-        V.check_int("memory", self.memory, minimum=0)
-        V.check_positive("rtol", self.rtol, allow_zero=True)
-        V.check_positive("atol", self.atol, allow_zero=True)
-        V.check_positive("inner_rtol", self.inner_rtol, allow_zero=True)
-        V.check_positive("lam_lo_ratio", self.lam_lo_ratio)
-        if not self.lam_lo_ratio < 1:
-            raise ValueError(f"lam_lo_ratio must be in (0, 1), got {self.lam_lo_ratio}")
-
-    @property
-    def game_maxiter(self) -> int:
-        if self.maxiter is not None:
-            return self.maxiter
-        return 50 if self.solver == "ipm" else 2000
-
-
-#: Defaults of :func:`finite_offset_dec` (one game: a tighter relative tolerance).
-OFFSET_DEFAULTS = FiniteSolverConfig(rtol=1e-8)
 
 
 # --------------------------------------------------------------------------------------
@@ -214,14 +149,26 @@ def _noise_floor(gaps, info, lam):
     return 50.0 * jnp.finfo(gaps.dtype).eps * scale
 
 
-def _solve_game(a, config: FiniteSolverConfig, rtol, atol, mu0=None, omega0=None) -> GameSolution:
-    return matrix_game.solve_game(a, solver=config.solver, maxiter=config.game_maxiter, rtol=rtol, atol=atol,
-                                  mu0=mu0, omega0=omega0, check_every=config.check_every)
+def _solve_game(a, game: S.Solver, rtol, atol, mu0=None, omega0=None) -> GameSolution:
+    """The matrix game A by ``game`` (:class:`~e2d_jax.dec.solvers.MatrixGameIPM` or
+    :class:`~e2d_jax.dec.solvers.Saddle`, mirror-prox) at the given tolerance."""
+    if isinstance(game, S.MatrixGameIPM):
+        return matrix_game.solve_game(a, solver="ipm", maxiter=game.maxiter, rtol=rtol, atol=atol)
+    return matrix_game.solve_game(a, solver="mirror-prox", maxiter=game.maxiter, rtol=rtol, atol=atol,
+                                  mu0=mu0, omega0=omega0, check_every=game.check_every)
 
 
-def solve_offset(gaps, info, lam, config: FiniteSolverConfig = OFFSET_DEFAULTS,
+def solve_offset(gaps, info, lam, solver: S.Solver = S.SOLVERS["ipm"],
                  warm: WarmStart | None = None) -> tuple[DecResult, WarmStart]:
     """dec^o_lam as a matrix game (traceable; no argument checks).
+
+    Args:
+      gaps: (K, M) Delta or Delta_f.
+      info: (K, M) I_f >= 0.
+      lam: () lam >= 0.
+      solver: a :class:`~e2d_jax.dec.solvers.MatrixGameIPM` or
+        :class:`~e2d_jax.dec.solvers.Saddle` (mirror-prox on the game, warm-startable).
+      warm: the warm start (mirror-prox only).
 
     Returns:
       ``(DecResult, WarmStart)``: the answer, with ``value`` = max_g mu (Delta - lam I) e_g at
@@ -233,8 +180,8 @@ def solve_offset(gaps, info, lam, config: FiniteSolverConfig = OFFSET_DEFAULTS,
     warm = WarmStart.cold(k, m, dtype) if warm is None else warm
     lam = jnp.asarray(lam, dtype)
     a = gaps - lam * info
-    atol = config.atol + _noise_floor(gaps, info, lam)
-    sol = _solve_game(a, config, config.rtol, atol, warm.mu, warm.omega)
+    atol = solver.atol + _noise_floor(gaps, info, lam)
+    sol = _solve_game(a, solver, solver.rtol, atol, warm.mu, warm.omega)
     result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
                        iterations=sol.iterations, status=sol.status, omega=sol.omega)
     return result, _next_start(result)
@@ -271,20 +218,6 @@ def lambda_range(gaps, info, eps2) -> LambdaRange:
     return LambdaRange(hi=hi, tail=c0 + hi * slope, feasible=feasible)
 
 
-class _Search(NamedTuple):
-    lams: jax.Array  # (N,) evaluated lams, +inf in unused slots
-    uppers: jax.Array  # (N,) dec^o at each lam (exact objective of its mu)
-    lowers: jax.Array  # (N,) certified lower bound on dec^o at each lam
-    mus: jax.Array  # (N, K)
-    omegas: jax.Array  # (N, M)
-    g_om: jax.Array  # (N, K) Delta omega of each omega (psi_omega in O(K) per lam)
-    i_om: jax.Array  # (N, K) I omega
-    order: jax.Array  # (N,) argsort of lams
-    bounds: jax.Array  # (N - 1,) certified lower bound of v between consecutive sorted lams
-    iterations: jax.Array  # () int32 total inner iterations
-    round: jax.Array  # () int32
-
-
 def _psi(g_om, i_om, lam, eps2):
     """psi_omega(lam) = min_pi (Delta omega - lam I omega)_pi + lam eps2 <= v(lam), any omega,
     from ``g_om`` = Delta omega and ``i_om`` = I omega (computed once per omega).
@@ -295,15 +228,22 @@ def _psi(g_om, i_om, lam, eps2):
     return jnp.min(g_om - lam * i_om) + lam * eps2
 
 
-def _interval_bounds(lams, lowers, g_om, i_om, eps2):
+def _interval_bounds(lams, lowers, g_om, i_om, eps2, subdivide: int = 1):
     """Sorted lams and a certified lower bound of v on each interval between them.
 
     Two bounds, the larger is kept: the zero-order one lb(l_{i+1}) + l_i eps2 (dec^o
     decreases, lam eps2 increases) and the first-order one min(psi_w(l_i), psi_w(l_{i+1}))
     for the mixtures w of both end points (psi_w is concave, so its minimum over the
-    interval is at an end point). The first-order bound is tight to second order in the
-    interval's width, so the flat valley around lam* needs few points to be certified.
-    ``g_om``/``i_om`` (N, K): Delta w and I w of each point's mixture w.
+    interval is at an end point). ``g_om``/``i_om`` (N, K): Delta w and I w of each point's
+    mixture w.
+
+    With ``subdivide`` = S > 1 the first-order bound is taken on S equal pieces of each
+    interval, piece j with the mixtures w_t = (1 - t) w_left + t w_right at t = j / S and
+    (j + 1) / S (psi_w is a lower bound on v for *any* mixture w, and Delta w_t, I w_t are
+    the same mixtures of the end points' vectors, so this costs no game). The optimal
+    mixture moves with lam; following it this way makes the bound's loss shrink with the
+    piece's width rather than the interval's, so the branch and bound certifies with far
+    fewer games.
     """
     order = jnp.argsort(lams)
     sl, slb, sg, si = lams[order], lowers[order], g_om[order], i_om[order]
@@ -312,10 +252,24 @@ def _interval_bounds(lams, lowers, g_om, i_om, eps2):
     finite = jnp.isfinite(right)
     safe_right = jnp.where(finite, right, left)
     psi = jax.vmap(_psi, in_axes=(0, 0, 0, None))
-    first_order = jnp.maximum(
-        jnp.minimum(psi(sg[:-1], si[:-1], left, eps2), psi(sg[:-1], si[:-1], safe_right, eps2)),
-        jnp.minimum(psi(sg[1:], si[1:], left, eps2), psi(sg[1:], si[1:], safe_right, eps2)),
-    )
+    if subdivide <= 1:
+        first_order = jnp.maximum(
+            jnp.minimum(psi(sg[:-1], si[:-1], left, eps2), psi(sg[:-1], si[:-1], safe_right, eps2)),
+            jnp.minimum(psi(sg[1:], si[1:], left, eps2), psi(sg[1:], si[1:], safe_right, eps2)),
+        )
+    else:
+        t = jnp.linspace(0.0, 1.0, subdivide + 1, dtype=sl.dtype)  # (S + 1,)
+        knots = left[:, None] + t[None, :] * (safe_right - left)[:, None]  # (N - 1, S + 1)
+        # Delta w_t and I w_t at every knot: (N - 1, S + 1, K).
+        g_t = sg[:-1, None, :] + t[None, :, None] * (sg[1:] - sg[:-1])[:, None, :]
+        i_t = si[:-1, None, :] + t[None, :, None] * (si[1:] - si[:-1])[:, None, :]
+        both = jax.vmap(jax.vmap(_psi, in_axes=(0, 0, 0, None)), in_axes=(0, 0, 0, None))
+        # psi of the mixture of knot j at the piece's ends j and j + 1, and of knot j + 1.
+        at_own = both(g_t, i_t, knots, eps2)  # psi_{w_j}(l_j)
+        own_next = both(g_t[:, :-1], i_t[:, :-1], knots[:, 1:], eps2)  # psi_{w_j}(l_{j+1})
+        next_own = both(g_t[:, 1:], i_t[:, 1:], knots[:, :-1], eps2)  # psi_{w_{j+1}}(l_j)
+        piece = jnp.maximum(jnp.minimum(at_own[:, :-1], own_next), jnp.minimum(next_own, at_own[:, 1:]))
+        first_order = jnp.min(piece, axis=1)
     bounds = jnp.where(finite, jnp.maximum(zero_order, first_order), jnp.inf)
     bounds = jnp.where(jnp.isnan(bounds), -jnp.inf, bounds)
     return order, sl, bounds
@@ -343,22 +297,22 @@ class LambdaMemory(NamedTuple):
     i_om: jax.Array  # (N, K) I omega
 
 
-def _grid_slots(config: FiniteSolverConfig) -> int:
-    p = config.lam_refine
-    return -(-(config.lam_grid + 1) // p) * p
+def _grid_slots(solver: S.LambdaSearch) -> int:
+    p = solver.lam_refine
+    return -(-(solver.lam_grid + 1) // p) * p
 
 
-def empty_memory(num_actions: int, num_models: int, config: FiniteSolverConfig, dtype=jnp.float32) -> LambdaMemory:
-    """A model's memory before its first search (``config.memory`` refinement slots)."""
-    n = _grid_slots(config) + config.memory
+def empty_memory(num_actions: int, num_models: int, solver: S.LambdaSearch, dtype=jnp.float32) -> LambdaMemory:
+    """A model's memory before its first search (``solver.memory`` refinement slots)."""
+    n = _grid_slots(solver) + solver.memory
     return LambdaMemory(lams=jnp.full((n,), jnp.inf, dtype), uppers=jnp.full((n,), jnp.inf, dtype),
                         lowers=jnp.full((n,), jnp.inf, dtype), mus=jnp.zeros((n, num_actions), dtype),
                         omegas=jnp.zeros((n, num_models), dtype), g_om=jnp.zeros((n, num_actions), dtype),
                         i_om=jnp.zeros((n, num_actions), dtype))
 
 
-def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfig(), warm: WarmStart | None = None,
-                lam_hint=None) -> tuple[DecResult, WarmStart]:
+def solve_acdec(gaps, info, eps2, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
+                warm: WarmStart | None = None, lam_hint=None) -> tuple[DecResult, WarmStart]:
     """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
 
     See the module docstring. ``warm`` starts every game of the first grid (default:
@@ -377,11 +331,11 @@ def solve_acdec(gaps, info, eps2, config: FiniteSolverConfig = FiniteSolverConfi
       lam >= 0 and ``omega`` is the game's max-player mixture at the chosen lam; and the warm
       start of the next search.
     """
-    result = _search(gaps, info, eps2, config, warm, lam_hint, None)[0]
+    result = _search(gaps, info, eps2, solver, warm, lam_hint, None)[0]
     return result, _next_start(result)
 
 
-def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, config: FiniteSolverConfig = FiniteSolverConfig(),
+def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
                        warm: WarmStart | None = None) -> tuple[DecResult, LambdaMemory]:
     """:func:`solve_acdec` continued from the games an earlier search solved for the same
     matrices (:class:`LambdaMemory`; traceable, no checks).
@@ -398,36 +352,40 @@ def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, config: FiniteSol
 
     Returns:
       ``(DecResult, memory)``: the result and the memory to pass next time (the grid, and the
-      ``config.memory`` refinement points with the smallest totals at this eps2).
+      ``solver.memory`` refinement points with the smallest totals at this eps2).
     """
-    return _search(gaps, info, eps2, config, warm, None, memory)
+    return _search(gaps, info, eps2, solver, warm, None, memory)
 
 
-def _search(gaps, info, eps2, config, warm, lam_hint, memory):
-    k, m = gaps.shape
-    dtype = gaps.dtype
-    eps2 = jnp.asarray(eps2, dtype)
-    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
-    mu0, omega0 = jnp.asarray(warm.mu, dtype), jnp.asarray(warm.omega, dtype)
-    rng = lambda_range(gaps, info, eps2)
+def _family(gaps, info, eps2, solver: S.LambdaSearch) -> lambda_search.Family:
+    """The finite class's callbacks of the branch and bound: the games at each lam, the
+    minorants psi_omega (Delta omega and I omega of each game's max-player mixture) and the
+    interval bounds."""
+    game = solver.inner_for("finite")
     scale = jnp.max(jnp.abs(gaps))
 
     def solve_at(lam, mu_init, om_init):
         # Tolerance relative to the scale of v(lam) = dec^o + lam eps2, not of dec^o alone
         # (which is ~0 for large lam); 1e-3 * max|Delta| keeps lam = 0 from chasing a zero.
-        atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return _solve_game(gaps - lam * info, config, config.inner_rtol, atol, mu_init, om_init)
+        atol = solver.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
+        return _solve_game(gaps - lam * info, game, solver.inner_rtol, atol, mu_init, om_init)
 
-    p, rounds = config.lam_refine, config.lam_rounds
-    # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
-    # same loop as the refinements, so the game solver is compiled once.
-    n_init = -(-(config.lam_grid + 1) // p)
+    def minorant(sols):
+        return sols.omega @ gaps.T, sols.omega @ info.T
+
+    def interval_bounds(lams, lowers, mino, eps2_):
+        return _interval_bounds(lams, lowers, *mino, eps2_, subdivide=solver.subdivide)
+
+    return lambda_search.Family(solve_at=solve_at, minorant=minorant, interval_bounds=interval_bounds)
+
+
+def _first_grid(rng: LambdaRange, solver: S.LambdaSearch, n_init: int, lam_hint, dtype):
+    """The first grid: lam = 0 and a geometric grid on [hi * lam_lo_ratio, hi], ``n_init``
+    chunks of ``lam_refine``; with a positive ``lam_hint`` the first chunk is lam = 0, the hint
+    x {0.8, 1, 1.25} and a coarse grid over the whole range (see :func:`solve_acdec`)."""
+    p = solver.lam_refine
     g = n_init * p - 1
-    # Buffer layout: [first grid (n_init p) | remembered refinements (r) | new refinements
-    # (rounds p) | with a memory, the point at hi].
-    r = 0 if memory is None else memory.lams.shape[0] - n_init * p
-    n = n_init * p + r + rounds * p + (0 if memory is None else 1)
-    lo = rng.hi * config.lam_lo_ratio
+    lo = rng.hi * solver.lam_lo_ratio
     grid = lo * (rng.hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
     first = jnp.concatenate([jnp.zeros((1,), dtype), grid])
     if lam_hint is not None and p >= 5:
@@ -436,126 +394,116 @@ def _search(gaps, info, eps2, config, warm, lam_hint, memory):
         coarse = lo * (rng.hi / lo) ** (jnp.arange(p - 4, dtype=dtype) / max(p - 5, 1))
         hinted = jnp.concatenate([jnp.zeros((1,), dtype), near, coarse])
         first = first.at[:p].set(jnp.where(hint > 0, hinted, first[:p]))
+    return first
 
-    def put(buf, new, start):
-        return lax.dynamic_update_slice_in_dim(buf, new.astype(buf.dtype), start, axis=0)
 
-    inf = jnp.full((n,), jnp.inf, dtype)
-    state = _Search(
-        lams=inf, uppers=inf, lowers=inf, mus=jnp.zeros((n, k), dtype), omegas=jnp.zeros((n, m), dtype),
-        g_om=jnp.zeros((n, k), dtype), i_om=jnp.zeros((n, k), dtype), order=jnp.arange(n),
-        bounds=jnp.full((n - 1,), jnp.inf, dtype), iterations=jnp.zeros((), jnp.int32), round=jnp.zeros((), jnp.int32),
+def _points_from_memory(points: lambda_search.Points, memory: LambdaMemory, rng: LambdaRange, gaps, info, eps2,
+                        solver: S.LambdaSearch):
+    """The remembered games (non-finite ones dropped) in the first slots and the point at hi
+    in the last: dec^o_hi >= min_pi Delta(pi, g0) - hi max_pi I(pi, g0) = tail - hi eps2, with
+    psi of the uniform max-player mixture (any mixture gives a valid first-order bound).
+    Returns the points and whether the model's lam = 0 game is remembered."""
+    m = gaps.shape[1]
+    dtype = gaps.dtype
+    kept = memory.lams.shape[0]
+    ok = jnp.isfinite(memory.lams) & jnp.isfinite(memory.uppers) & jnp.isfinite(memory.lowers)
+    uniform = jnp.full((m,), 1.0 / m, dtype)
+    hi_lower = rng.tail - rng.hi * eps2
+    g_om, i_om = points.minorant
+    points = lambda_search.Points(
+        lams=points.lams.at[:kept].set(jnp.where(ok, memory.lams, jnp.inf)).at[-1].set(rng.hi),
+        uppers=points.uppers.at[:kept].set(memory.uppers),
+        lowers=points.lowers.at[:kept].set(memory.lowers).at[-1].set(hi_lower),
+        mus=points.mus.at[:kept].set(memory.mus),
+        omegas=points.omegas.at[:kept].set(memory.omegas).at[-1].set(uniform),
+        minorant=(g_om.at[:kept].set(memory.g_om).at[-1].set(gaps @ uniform),
+                  i_om.at[:kept].set(memory.i_om).at[-1].set(info @ uniform)),
     )
-    if memory is not None:
-        # Remembered games (non-finite ones dropped), then the point at hi: dec^o_hi >=
-        # min_pi Delta(pi, g0) - hi max_pi I(pi, g0) = tail - hi eps2, and psi of the uniform
-        # max-player mixture (any mixture gives a valid first-order bound).
-        ok = jnp.isfinite(memory.lams) & jnp.isfinite(memory.uppers) & jnp.isfinite(memory.lowers)
-        uniform = jnp.full((m,), 1.0 / m, dtype)
-        hi_lower = rng.tail - rng.hi * eps2
-        state = state._replace(
-            lams=state.lams.at[:n - 1 - rounds * p].set(jnp.where(ok, memory.lams, jnp.inf)).at[-1].set(rng.hi),
-            uppers=state.uppers.at[:n - 1 - rounds * p].set(memory.uppers),
-            lowers=state.lowers.at[:n - 1 - rounds * p].set(memory.lowers).at[-1].set(hi_lower),
-            mus=state.mus.at[:n - 1 - rounds * p].set(memory.mus),
-            omegas=state.omegas.at[:n - 1 - rounds * p].set(memory.omegas).at[-1].set(uniform),
-            g_om=state.g_om.at[:n - 1 - rounds * p].set(memory.g_om).at[-1].set(gaps @ uniform),
-            i_om=state.i_om.at[:n - 1 - rounds * p].set(memory.i_om).at[-1].set(info @ uniform),
-        )
-        order, _, bounds = _interval_bounds(state.lams, state.lowers, state.g_om, state.i_om, eps2)
-        # A model seen before skips the first grid (its games are remembered), unless its
-        # lam = 0 game was dropped (then [0, lo) would have no bound): the grid is solved again.
-        seen = ok[0]
-        state = state._replace(order=order, bounds=bounds, round=jnp.where(seen, n_init, 0).astype(jnp.int32))
+    return points, ok[0]
 
-    def totals(s):
-        t = s.uppers + s.lams * eps2
-        return jnp.where(jnp.isfinite(t), t, jnp.inf)
 
-    def certified(s):
-        # The interval bounds are kept up to date by `body` (computed once per round).
-        best = jnp.min(totals(s))
-        lower = jnp.minimum(jnp.min(s.bounds), rng.tail)
-        return best, lower
-
-    def converged(s):
-        best, lower = certified(s)
-        return best - lower <= config.rtol * jnp.abs(best) + config.atol + _noise_floor(gaps, info, 0.0)
-
-    def cond(s):
-        refine = (s.round < n_init + rounds) & ~converged(s) & jnp.isfinite(jnp.min(totals(s)))
-        return (s.round < n_init) | refine
-
-    def body(s):
-        # Branch and bound: subdivide the interval with the smallest certified lower bound.
-        order = s.order
-        sl, bounds = s.lams[order], s.bounds
-        i = jnp.argmin(bounds)
-        left, right = sl[i], sl[i + 1]
-        frac = jnp.arange(1, p + 1, dtype=dtype) / (p + 1)
-        safe_left = jnp.where(left > 0, left, 1.0)
-        refined = jnp.where(left > 0, safe_left * (right / safe_left) ** frac, right * frac)
-        tot = totals(s)
-        jl, jr = order[i], order[i + 1]
-        start_from = jnp.where(tot[jl] <= tot[jr], jl, jr)
-        # ... or, in the first n_init rounds, the next chunk of the first grid.
-        initial = s.round < n_init
-        chunk = lax.dynamic_slice_in_dim(first, jnp.minimum(s.round, n_init - 1) * p, p)
-        new = jnp.where(initial, chunk, refined)
-        mu_init = jnp.where(initial, mu0, s.mus[start_from])
-        om_init = jnp.where(initial, omega0, s.omegas[start_from])
-        new_sols = jax.vmap(solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
-        start = jnp.where(initial, s.round * p, s.round * p + r)
-        lams, lowers = put(s.lams, new, start), put(s.lowers, new_sols.lower, start)
-        g_om, i_om = put(s.g_om, new_sols.omega @ gaps.T, start), put(s.i_om, new_sols.omega @ info.T, start)
-        order, _, bounds = _interval_bounds(lams, lowers, g_om, i_om, eps2)
-        return _Search(
-            lams=lams, uppers=put(s.uppers, new_sols.upper, start), lowers=lowers,
-            mus=put(s.mus, new_sols.mu, start), omegas=put(s.omegas, new_sols.omega, start),
-            g_om=g_om, i_om=i_om, order=order, bounds=bounds,
-            iterations=s.iterations + jnp.sum(new_sols.iterations).astype(jnp.int32), round=s.round + 1,
-        )
-
-    state = lax.while_loop(cond, body, state)
-    best, lower = certified(state)
-
-    # Exact objectives of the mus of the best few lams; keep the best mu.
-    ncand = min(config.candidates, n)
-    _, cand = lax.top_k(-totals(state), ncand)
-    h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(state.mus[cand])
+def _answer(search: lambda_search.Search, gaps, info, eps2, lower, rng: LambdaRange, solver: S.LambdaSearch):
+    """The answer: among the mus of the ``candidates`` best lams, the one with the smallest
+    exact objective h(mu), with lam*(mu) and its certificate."""
+    n = search.points.lams.shape[0]
+    cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
+    h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(search.points.mus[cand])
     # Only solved slots (finite totals) are candidates: an unused slot's mu is 0, whose
     # "objective" h(0) = 0 is not that of a distribution.
-    h = jnp.where(jnp.isfinite(h) & jnp.isfinite(totals(state)[cand]), h, jnp.inf)
+    h = jnp.where(jnp.isfinite(h) & solved, h, jnp.inf)
     pick = jnp.argmin(h)
-    mu = state.mus[cand[pick]]
+    mu = search.points.mus[cand[pick]]
     lam = lam_star[pick]
     value = offset_objective(mu, gaps, info, lam) + lam * eps2
     gap = value - lower
-    tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
+    tol = solver.rtol * jnp.abs(value) + solver.atol + _noise_floor(gaps, info, 0.0)
     finite = (jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
               & jnp.isfinite(h[pick]))
     status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
-    del best
-    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=state.iterations,
-                       status=status.astype(jnp.int32), omega=state.omegas[cand[pick]])
-    if memory is None:
-        return result, None
-    # Keep the first grid and the r refinement points (remembered or new) with the smallest
-    # totals at this eps2; the point at hi is recomputed next time.
-    grid_n = n_init * p
-    rest_tot = totals(state)[grid_n:n - 1]
-    rest_tot = jnp.where(jnp.isfinite(state.lowers[grid_n:n - 1]), rest_tot, jnp.inf)
+    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=search.iterations,
+                     status=status.astype(jnp.int32), omega=search.points.omegas[cand[pick]])
+
+
+def _remember(search: lambda_search.Search, eps2, grid_n: int, r: int) -> LambdaMemory:
+    """What a model's memory keeps: the first grid and the ``r`` refinement points (remembered
+    or new) with the smallest totals at this eps2; the point at hi is recomputed next time."""
+    pts = search.points
+    n = pts.lams.shape[0]
+    rest_tot = lambda_search.totals(pts, eps2)[grid_n:n - 1]
+    rest_tot = jnp.where(jnp.isfinite(pts.lowers[grid_n:n - 1]), rest_tot, jnp.inf)
     _, keep = lax.top_k(-rest_tot, r)
     idx = jnp.concatenate([jnp.arange(grid_n), grid_n + keep])
     kept_ok = jnp.concatenate([jnp.ones((grid_n,), bool), jnp.isfinite(rest_tot[keep])])
     take = lambda x: x[idx]
-    new_memory = LambdaMemory(lams=jnp.where(kept_ok, take(state.lams), jnp.inf), uppers=take(state.uppers),
-                              lowers=take(state.lowers), mus=take(state.mus), omegas=take(state.omegas),
-                              g_om=take(state.g_om), i_om=take(state.i_om))
-    return result, new_memory
+    g_om, i_om = pts.minorant
+    return LambdaMemory(lams=jnp.where(kept_ok, take(pts.lams), jnp.inf), uppers=take(pts.uppers),
+                        lowers=take(pts.lowers), mus=take(pts.mus), omegas=take(pts.omegas),
+                        g_om=take(g_om), i_om=take(i_om))
 
 
-def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfig = FiniteSolverConfig(),
+def _search(gaps, info, eps2, solver: S.LambdaSearch, warm, lam_hint, memory):
+    """The certified lambda search of :func:`solve_acdec` and :func:`solve_acdec_memory`:
+    the proven range, the first grid (or the remembered games), the branch and bound of
+    :func:`e2d_jax.dec.lambda_search.branch_and_bound`, the answer and what to remember."""
+    k, m = gaps.shape
+    dtype = gaps.dtype
+    eps2 = jnp.asarray(eps2, dtype)
+    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
+    mu0, omega0 = jnp.asarray(warm.mu, dtype), jnp.asarray(warm.omega, dtype)
+    rng = lambda_range(gaps, info, eps2)
+    family = _family(gaps, info, eps2, solver)
+
+    p, rounds = solver.lam_refine, solver.lam_rounds
+    # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
+    # same loop as the refinements, so the game solver is compiled once.
+    n_init = -(-(solver.lam_grid + 1) // p)
+    first = _first_grid(rng, solver, n_init, lam_hint, dtype)
+    # Buffer layout: [first grid (n_init p) | remembered refinements (r) | new refinements
+    # (rounds p) | with a memory, the point at hi].
+    r = 0 if memory is None else memory.lams.shape[0] - n_init * p
+    n = n_init * p + r + rounds * p + (0 if memory is None else 1)
+    points = lambda_search.empty_points(n, k, m, (jnp.zeros((k,), dtype), jnp.zeros((k,), dtype)), dtype)
+    if memory is None:
+        search = lambda_search.start(points)
+    else:
+        points, seen = _points_from_memory(points, memory, rng, gaps, info, eps2, solver)
+        # A model seen before skips the first grid (its games are remembered), unless its
+        # lam = 0 game was dropped (then [0, lo) would have no bound): the grid is solved again.
+        search = lambda_search.start(points, family, eps2, jnp.where(seen, n_init, 0))
+
+    def tol(best):
+        return solver.rtol * jnp.abs(best) + solver.atol + _noise_floor(gaps, info, 0.0)
+
+    search = lambda_search.branch_and_bound(search, family, first, eps2, n_init=n_init, rounds=rounds, p=p,
+                                            offset=r, tail=rng.tail, tol=tol, mu0=mu0, omega0=omega0)
+    _, lower = lambda_search.certified(search, eps2, rng.tail)
+    result = _answer(search, gaps, info, eps2, lower, rng, solver)
+    if memory is None:
+        return result, None
+    return result, _remember(search, eps2, n_init * p, r)
+
+
+def solve_acdec_tracking(gaps, info, eps2, lam_center, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
                          factor: float = 1.5, points: int = 5):
     """A cheap local lambda search for agents that re-solve the ac-DEC every round.
 
@@ -582,10 +530,11 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
     steps = jnp.asarray(factor, dtype) ** jnp.arange(-half, points - half, dtype=dtype)
     lams = jnp.concatenate([jnp.zeros((1,), dtype), lam_center * steps])
     scale = jnp.max(jnp.abs(gaps))
+    game = solver.inner_for("finite")
 
     def solve_at(lam):
-        atol = config.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return _solve_game(gaps - lam * info, config, config.inner_rtol, atol)
+        atol = solver.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
+        return _solve_game(gaps - lam * info, game, solver.inner_rtol, atol)
 
     sols = jax.vmap(solve_at)(lams)
     totals = sols.upper + lams * eps2
@@ -601,10 +550,10 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
     pts = jnp.concatenate([lams, jnp.maximum(rng.hi, lams[i_last])[None]])
     lows = jnp.concatenate([sols.lower, (rng.tail - rng.hi * eps2)[None]])
     oms = jnp.concatenate([sols.omega, sols.omega[i_last][None]])
-    _, _, bounds = _interval_bounds(pts, lows, oms @ gaps.T, oms @ info.T, eps2)
+    _, _, bounds = _interval_bounds(pts, lows, oms @ gaps.T, oms @ info.T, eps2, subdivide=solver.subdivide)
     lower = jnp.minimum(jnp.min(bounds), rng.tail)
     gap = value - lower
-    tol = config.rtol * jnp.abs(value) + config.atol + _noise_floor(gaps, info, 0.0)
+    tol = solver.rtol * jnp.abs(value) + solver.atol + _noise_floor(gaps, info, 0.0)
     finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu)) & rng.feasible
     status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
     result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, status=status.astype(jnp.int32),
@@ -613,7 +562,7 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, config: FiniteSolverConfi
 
 
 # --------------------------------------------------------------------------------------
-# Public functions
+# Problems and public functions
 
 
 def _check_matrices(gaps, info):
@@ -631,17 +580,6 @@ def _check_matrices(gaps, info):
     V.check_finite("info", info)
     if V.is_concrete(info) and np.min(np.asarray(info)) < 0:
         raise ValueError(f"info must be nonnegative (a divergence), got min {np.min(np.asarray(info))}")
-
-
-def solver_config(base: FiniteSolverConfig | None = None, **options) -> FiniteSolverConfig:
-    """``base`` (default :class:`FiniteSolverConfig`) updated by ``options`` (fields of the
-    config); a ValueError lists the valid fields for an unknown one."""
-    base = FiniteSolverConfig() if base is None else base
-    fields = {f.name for f in dataclasses.fields(FiniteSolverConfig)}
-    unknown = set(options) - fields
-    if unknown:
-        raise ValueError(f"unknown solver option(s) {sorted(unknown)}; valid: {sorted(fields)}")
-    return dataclasses.replace(base, **options)
 
 
 def _dtype(*xs):
@@ -662,14 +600,60 @@ def _warm(mu0, omega0, k, m, dtype):
                      cold.omega if omega0 is None else jnp.asarray(omega0, dtype), cold.step)
 
 
-@functools.partial(jax.jit, static_argnames=("config",))
-def _offset_jit(gaps, info, lam, warm, *, config):
-    return solve_offset(gaps, info, lam, config, warm)[0]
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "eps2"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class FiniteAcdec:
+    """The average-constrained DEC of a finite class: min_mu max_nu {mu Delta nu : mu I nu <= eps2}.
+
+    Attributes:
+      gaps: (K, M) Delta or Delta_f (rows actions, columns models).
+      info: (K, M) I_f >= 0.
+      eps2: () the radius eps^2 > 0.
+      gap_type: which gaps ``gaps`` holds (a label: the matrices are given).
+    """
+
+    gaps: jax.Array
+    info: jax.Array
+    eps2: jax.Array
+    gap_type: str = "delta_f"
+    family: ClassVar[str] = "finite"
+    program: ClassVar[str] = "acdec"
+
+    def solve_with(self, solver: S.Solver, carry=None):
+        return solve_acdec(self.gaps, self.info, self.eps2, solver, carry)
 
 
-@functools.partial(jax.jit, static_argnames=("config",))
-def _acdec_jit(gaps, info, eps2, warm, *, config):
-    return solve_acdec(gaps, info, eps2, config, warm)[0]
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "lam"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class FiniteOffset:
+    """The offset DEC of a finite class at a fixed lam: min_mu max_g mu (Delta - lam I) e_g.
+
+    Attributes:
+      gaps: (K, M) Delta or Delta_f.
+      info: (K, M) I_f >= 0.
+      lam: () lam >= 0.
+      gap_type: which gaps ``gaps`` holds (a label).
+    """
+
+    gaps: jax.Array
+    info: jax.Array
+    lam: jax.Array
+    gap_type: str = "delta_f"
+    family: ClassVar[str] = "finite"
+    program: ClassVar[str] = "offset"
+
+    def solve_with(self, solver: S.Solver, carry=None):
+        return solve_offset(self.gaps, self.info, self.lam, solver, carry)
+
+
+@functools.partial(jax.jit, static_argnames=("solver",))
+def _offset_jit(gaps, info, lam, warm, *, solver):
+    return solve_offset(gaps, info, lam, solver, warm)[0]
+
+
+@functools.partial(jax.jit, static_argnames=("solver",))
+def _acdec_jit(gaps, info, eps2, warm, *, solver):
+    return solve_acdec(gaps, info, eps2, solver, warm)[0]
 
 
 def matrices(model: finite_envs.FiniteModel, f, gap_type: str = "delta_f"):
@@ -717,11 +701,12 @@ def _problem(fn: str, problem: tuple, last: str, gap_type: str):
     return gaps, info, x
 
 
-def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **options) -> DecResult:
+def finite_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
+                      **options) -> DecResult:
     """The offset DEC of a finite class, min_mu max_g mu (Delta - lam I) e_g, with a certificate.
 
     A matrix game solved by a primal-dual interior-point method (``solver="ipm"``, default) or
-    optimistic mirror-prox on both simplices (``solver="mirror-prox"``); the certificate is
+    optimistic mirror-prox on both simplices (``solver="saddle"``); the certificate is
     exact: ``value`` = max_g (mu A)_g at the returned mu and ``lower_bound`` =
     min_pi (A omega)_pi, A = Delta - lam I. Jittable and vmappable.
 
@@ -733,13 +718,15 @@ def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None
     Args:
       *problem: ``(model, f, lam)`` or ``(gaps, info, lam)``: gaps (K, M) Delta (or
         Delta_f), K >= 2 actions, M >= 2 models; info (K, M) I_f >= 0; lam () >= 0.
+      solver: a solver value or name of :mod:`e2d_jax.dec.solvers` that solves the finite
+        offset DEC: ``"ipm"`` (:class:`~e2d_jax.dec.solvers.MatrixGameIPM`, the default) or
+        ``"saddle"`` (mirror-prox, warm-startable).
       gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
       mu0: optional (K,) / (M,) warm starts.
       omega0: see ``mu0``.
-      **options: fields of :class:`FiniteSolverConfig` (solver, maxiter, rtol [1e-8], atol,
-        check_every). The absolute tolerance always includes a rounding floor
-        50 eps (max|Delta| + lam max|I|) (eps of the dtype: ~1e-4 relative is what float32
-        reaches).
+      **options: fields of the solver (e.g. ``maxiter``, ``rtol``, ``atol``) to change. The
+        absolute tolerance always includes a rounding floor 50 eps (max|Delta| + lam max|I|)
+        (eps of the dtype: ~1e-4 relative is what float32 reaches).
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` (), ``value`` (), ``lower_bound``, ``gap`` = value -
@@ -750,14 +737,15 @@ def finite_offset_dec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None
     """
     gaps, info, lam = _problem("finite_offset_dec", problem, "lam", gap_type)
     V.check_positive("lam", lam, allow_zero=True)
-    config = solver_config(OFFSET_DEFAULTS, **options)
+    solver = S.resolve(solver, "finite", "offset", gap_type, **options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _offset_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(lam, dtype),
-                       _warm(mu0, omega0, k, m, dtype), config=config)
+                       _warm(mu0, omega0, k, m, dtype), solver=solver)
 
 
-def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **options) -> DecResult:
+def finite_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
+                 **options) -> DecResult:
     """The average-constrained DEC of a finite class, with a certificate.
 
     Solves min_mu max_nu {mu Delta nu : mu I nu <= eps2} = min_{lam >= 0} dec^o_lam + lam eps2
@@ -775,10 +763,13 @@ def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **o
     Args:
       *problem: ``(model, f, eps2)`` or ``(gaps, info, eps2)``: gaps (K, M) Delta (or
         Delta_f), K >= 2, M >= 2; info (K, M) I_f >= 0; eps2 () eps^2 > 0.
+      solver: a solver value or name of :mod:`e2d_jax.dec.solvers` that solves the finite
+        ac-DEC (default ``"lambda-search"``, :class:`~e2d_jax.dec.solvers.LambdaSearch` with
+        interior-point games).
       gap_type: with a model, ``"delta_f"`` (default) or ``"delta"``.
       mu0: optional (K,) / (M,) warm starts for every game.
       omega0: see ``mu0``.
-      **options: fields of :class:`FiniteSolverConfig`.
+      **options: fields of the solver to change (e.g. ``rtol``, ``lam_rounds``).
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` () = lam*(mu), ``value`` () = max_g mu (Delta - lam I)
@@ -796,8 +787,8 @@ def finite_acdec(*problem, gap_type: str = "delta_f", mu0=None, omega0=None, **o
                 "info must have a column g with max_pi info[pi, g] < eps2 (e.g. the reference "
                 "model's own zero column); otherwise the ac-DEC may be unbounded"
             )
-    config = solver_config(**options)
+    solver = S.resolve(solver, "finite", "acdec", gap_type, **options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
     return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),
-                      _warm(mu0, omega0, k, m, dtype), config=config)
+                      _warm(mu0, omega0, k, m, dtype), solver=solver)

@@ -31,8 +31,12 @@ lambda grid over a range that provably contains the minimiser, then refined
 
 Gaps Delta instead of Delta_f (``gap_type="delta"``): max over g of <phi_b - phi_mu, g> -
 lambda ||g - f_hat||^2_V gives c_b(mu) = ||phi_b - phi_mu||^2_{V(mu)^{-1}}; each fixed-lambda
-program is still convex in mu, but the exact form need not be, so only the grid solvers take
-it.
+program is still convex in mu, but the exact form need not be. The default there is the
+certified branch-and-bound search over lambda (solver ``"lambda-search"``,
+:mod:`e2d_jax.dec.lambda_search`): mirror-prox at each lambda, and at each evaluated point the
+linearisation of the Lagrangian as a minorant of dec^o for every lambda, minimised exactly
+over each interval (:func:`_interval_bounds`), so its lower bound covers the whole proven
+range.
 
 d > K (the paper's Experiment 2). V(mu) has rank <= K < d for every mu. Every reward and
 observation depends on f only through its component in the observable span
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -55,10 +60,10 @@ import numpy as np
 from e2d_jax import _linalg
 from e2d_jax import _checks as V
 from e2d_jax.dec import frank_wolfe, lambda_search, saddle
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
 
-SOLVERS = ("saddle", "fw-grid", "saddle-grid")
 
 
 # --------------------------------------------------------------------------------------
@@ -153,9 +158,10 @@ def psi(lam, mu, s: ObservableSpan, f_hat_r, eps2, gap_type: str = "delta_f"):
     return jnp.max(r - mu @ r + c / (4.0 * lam)) + lam * eps2
 
 
-def exact_value(mu, s: ObservableSpan, f_hat_r, eps2, gap_type: str = "delta_f"):
-    """g(mu) = min_lambda psi(lambda, mu), exactly, with the minimising lambda."""
-    r = s.features @ f_hat_r
+def exact_value(mu, s: ObservableSpan, f_hat_r, eps2, gap_type: str = "delta_f", *, r=None):
+    """g(mu) = min_lambda psi(lambda, mu), exactly, with the minimising lambda (``r`` = the
+    rewards Phi f_hat, instead of ``f_hat_r``)."""
+    r = s.features @ f_hat_r if r is None else r
     c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
     value, lam, _ = best_lambda(r - mu @ r, c, eps2)
     return value, lam
@@ -239,56 +245,7 @@ def _offset_problem(s, r, lam, gap_type):
 
 
 # --------------------------------------------------------------------------------------
-# Solver configuration and the lambda range
-
-
-@dataclasses.dataclass(frozen=True)
-class LinearSolverConfig:
-    """How to solve the program (static: part of the compiled function).
-
-    Attributes:
-      solver: ``"saddle"`` (exact form, mirror-prox), ``"fw-grid"`` (paper: smoothed
-        Frank-Wolfe per lambda on a vectorised grid) or ``"saddle-grid"``.
-      maxiter: iteration budget per inner solve.
-      rtol: stop when the certified gap <= rtol * value (+ ``atol``).
-
-    Defaults (saddle): 1,000 iterations, rtol 1e-3. Most problems certify 1e-3 in a few
-    hundred iterations, with a tail of slower ones (float32 rounding slows the last digits);
-    a vmapped batch runs as long as its slowest problem, so the budget caps that tail. A
-    solve that stops on the budget reports ``Status.MAX_ITER`` with its certified ``gap``;
-    raise ``maxiter`` for a tighter certificate.
-      atol: absolute part of the tolerance.
-      check_every: iterations between certificate evaluations.
-      lam_grid: points of the first lambda grid (grid solvers).
-      lam_refine: points of each refinement grid.
-      lam_rounds: refinement rounds.
-    """
-
-    solver: str = "saddle"
-    maxiter: int = 1000
-    rtol: float = 1e-3
-    atol: float = 0.0
-    check_every: int = 25
-    lam_grid: int = 50
-    lam_refine: int = 12
-    lam_rounds: int = 2
-
-    def __post_init__(self):
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        V.check_int("maxiter", self.maxiter, minimum=1)
-        V.check_int("check_every", self.check_every, minimum=1)
-        V.check_int("lam_grid", self.lam_grid, minimum=2)
-        V.check_int("lam_refine", self.lam_refine, minimum=1)
-        V.check_int("lam_rounds", self.lam_rounds, minimum=0)
-        V.check_positive("rtol", self.rtol, allow_zero=True)
-        V.check_positive("atol", self.atol, allow_zero=True)
-
-
-#: The paper's budget (Appendix 'Experimental Setup'): 100 Frank-Wolfe steps warm-started
-#: from the previous round's mu on a 50-point lambda grid.
-PAPER_SOLVER = LinearSolverConfig(solver="fw-grid", maxiter=100, rtol=0.0, check_every=100, lam_grid=50,
-                            lam_refine=1, lam_rounds=0)
+# The lambda range
 
 
 def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gap_type="delta_f"):
@@ -326,52 +283,172 @@ def lambda_range(s: ObservableSpan, r, eps2, mu_ref, gap_type="delta_f"):
 # Solvers in structure coordinates (used by the agents)
 
 
-def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = LinearSolverConfig(),
+def _info_terms(mu, omega, s: ObservableSpan, gap_type):
+    """omega.c(mu) and its gradient d/dmu omega.c(mu), (K,) (for the minorants)."""
+    if gap_type == "delta_f":
+        c, w = feature_norms(mu, s)
+        return omega @ c, info_gradient(w, omega, s.grams)
+    x = s.features - mu @ s.features
+    w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+    c = jnp.einsum("ik,ki->k", w, x)
+    return omega @ c, info_gradient(w, omega, s.grams) - 2.0 * (s.features @ (w @ omega))
+
+
+def _interval_bounds(lams, lowers, minorant, eps2, *, s: ObservableSpan, r, gap_type, subdivide: int = 1):
+    """Sorted lams and a certified lower bound of v(lam) = dec^o_lam + lam eps2 on each
+    interval between them (:mod:`e2d_jax.dec.lambda_search`).
+
+    Minorant of a pair (mu, omega) of the simplices: L(., omega) = omega.a + omega.c / (4 lam)
+    is convex in mu and below the offset objective, so for every lam dec^o_lam >= min_mu
+    L(mu, omega) >= L(mu, omega) + min_pi g_pi - g.mu (g its gradient at mu); with
+    u = 1 / (4 lam) that is min_pi alpha_pi + u beta_pi, alpha_pi = omega.r - r_pi and
+    beta_pi = omega.c - g1.mu + g1_pi (g1 the gradient of omega.c at mu). Its exact minimum
+    over an interval, plus lam eps2: each term alpha + beta / (4 lam) + lam eps2 is convex in
+    lam when beta > 0 (minimised at sqrt(beta) / (2 eps), clipped to the interval) and
+    increasing otherwise (minimised at the left end).
+
+    Each interval's bound is the larger of the zero-order one lb(l_{i+1}) + l_i eps2 and the
+    minorants of its end points' solutions; with ``subdivide`` = S > 1, of the interval's S
+    equal pieces, each with the minorants of the pairs (mu_t, omega_t) = (1 - t) (end) + t
+    (other end) at its two knots (any pair gives a valid minorant; following the solution
+    this way makes the loss shrink with the piece's width).
+    """
+    mus, omegas = minorant
+    order = jnp.argsort(lams)
+    sl, slb, sm, so = lams[order], lowers[order], mus[order], omegas[order]
+    left, right = sl[:-1], sl[1:]
+    zero_order = slb[1:] + left * eps2
+    finite = jnp.isfinite(right)
+    safe_right = jnp.where(finite, right, left)
+    eps = _eps(eps2)
+    t = jnp.linspace(0.0, 1.0, subdivide + 1, dtype=sl.dtype)
+
+    def coefficients(mu, omega):
+        oc, g1 = _info_terms(mu, omega, s, gap_type)
+        return omega @ r - r, oc - g1 @ mu + g1
+
+    def lowest(alpha, beta, lo, hi):
+        lam = jnp.clip(jnp.sqrt(jnp.maximum(beta, 0.0)) / (2.0 * eps), lo, hi)
+        return jnp.min(alpha + beta / (4.0 * lam) + lam * eps2)
+
+    def interval(mu_l, om_l, mu_r, om_r, lo, hi):
+        mix = lambda a, b: (1.0 - t)[:, None] * a[None] + t[:, None] * b[None]
+        alpha, beta = jax.vmap(coefficients)(mix(mu_l, mu_r), mix(om_l, om_r))  # (S + 1, K)
+        knots = lo + t * (hi - lo)
+        pieces = jnp.maximum(jax.vmap(lowest)(alpha[:-1], beta[:-1], knots[:-1], knots[1:]),
+                             jax.vmap(lowest)(alpha[1:], beta[1:], knots[:-1], knots[1:]))
+        return jnp.min(pieces)
+
+    first_order = jax.vmap(interval)(sm[:-1], so[:-1], sm[1:], so[1:], left, safe_right)
+    bounds = jnp.where(finite, jnp.maximum(zero_order, first_order), jnp.inf)
+    bounds = jnp.where(jnp.isnan(bounds), -jnp.inf, bounds)
+    return order, sl, bounds
+
+
+def _family(s: ObservableSpan, r, eps2, solver: S.LambdaSearch, gap_type) -> lambda_search.Family:
+    """The linear model's callbacks of the branch and bound: the offset DEC at each lam by
+    ``solver``'s inner solver, and the minorants of :func:`_interval_bounds` (each point's
+    (mu, omega))."""
+    inner = solver.inner_for("linear")
+
+    def solve_at(lam, mu_init, om_init):
+        grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
+        atol = solver.inner_rtol * lam * eps2
+        return saddle.solve(grads, cert, mu_init, om_init, maxiter=inner.maxiter, rtol=solver.inner_rtol,
+                            atol=atol, check_every=inner.check_every)
+
+    def interval_bounds(lams, lowers, minorant, eps2_):
+        return _interval_bounds(lams, lowers, minorant, eps2_, s=s, r=r, gap_type=gap_type,
+                                subdivide=solver.subdivide)
+
+    return lambda_search.Family(solve_at=solve_at, minorant=lambda sols: (sols.mu, sols.omega),
+                                interval_bounds=interval_bounds)
+
+
+def _search_acdec(s: ObservableSpan, r, eps2, solver: S.LambdaSearch, warm: WarmStart, gap_type):
+    """The ac-DEC by the certified branch-and-bound lambda search over the proven range
+    [lo, hi] (:func:`lambda_range`). Returns ``(mu, omega, lower, iterations)``."""
+    k = s.features.shape[0]
+    dtype = s.features.dtype
+    lo, hi = lambda_range(s, r, eps2, warm.mu, gap_type)
+    family = _family(s, r, eps2, solver, gap_type)
+    p = solver.lam_refine
+    n_init = -(-solver.lam_grid // p)
+    g = n_init * p
+    first = lo * (hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
+    n = g + solver.lam_rounds * p
+    zero = jnp.zeros((k,), dtype)
+    points = lambda_search.empty_points(n, k, k, (zero, zero), dtype)
+    search = lambda_search.branch_and_bound(
+        lambda_search.start(points), family, first, eps2, n_init=n_init, rounds=solver.lam_rounds, p=p, offset=0,
+        tol=lambda best: solver.rtol * jnp.abs(best) + solver.atol, mu0=warm.mu, omega0=warm.omega)
+    _, lower = lambda_search.certified(search, eps2, jnp.inf)
+    cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
+
+    def exact(mu):
+        return exact_value(mu, s, None, eps2, gap_type, r=r)[0]
+
+    values = jnp.where(solved, jax.vmap(exact)(search.points.mus[cand]), jnp.inf)
+    pick = cand[jnp.argmin(values)]
+    return search.points.mus[pick], search.points.omegas[pick], lower, search.iterations
+
+
+def solve_acdec(s: ObservableSpan, f_hat_r, eps2, solver: S.Solver = S.SOLVERS["saddle"],
                 warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable
-    (traceable; no argument checks).
+    (traceable; no argument checks beyond the solver's fit).
+
+    Args:
+      s: the observable span.
+      f_hat_r: (r,) the reference model in span coordinates.
+      eps2: () the radius eps^2.
+      solver: a value of :mod:`e2d_jax.dec.solvers` that solves the linear ac-DEC:
+        :class:`~e2d_jax.dec.solvers.Saddle` (the exact form, gaps Delta_f),
+        :class:`~e2d_jax.dec.solvers.FrankWolfeGrid`, :class:`~e2d_jax.dec.solvers.SaddleGrid`
+        or :class:`~e2d_jax.dec.solvers.LambdaSearch`.
+      warm: the warm start (the previous solve's).
+      gap_type: ``"delta_f"`` or ``"delta"``.
 
     Returns:
       ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
     """
+    solver.check("linear", "acdec", gap_type)
     warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
     eps2 = jnp.asarray(eps2, dtype)
-    if config.solver == "saddle":
-        if gap_type != "delta_f":
-            raise ValueError("solver 'saddle' solves the exact form for gap_type='delta_f' only; "
-                             "use solver='fw-grid' or 'saddle-grid' with gap_type='delta'")
+    step = jnp.zeros((), dtype)
+    if isinstance(solver, S.Saddle):
         grads, cert = _exact_problem(s, r, eps2)
-        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
-                           atol=config.atol, check_every=config.check_every, step0=warm.step)
+        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
+                           atol=solver.atol, check_every=solver.check_every, step0=warm.step)
         mu, lower, iters, omega, step = sol.mu, sol.lower, sol.iterations, sol.omega, sol.step
-    else:
-        lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
-
-        def solve_at(lam):
-            grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-            if config.solver == "fw-grid":
-                return frank_wolfe.solve(smooth, cert, mu0, maxiter=config.maxiter, rtol=config.rtol,
-                                         atol=config.atol, check_every=config.check_every)
-            return saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
-                                atol=config.atol, check_every=config.check_every)
-
-        grid = lambda_search.grid_search(solve_at, lo, hi, eps2, num=config.lam_grid,
-                                         refine=config.lam_refine, rounds=config.lam_rounds)
-        sol = grid.index_solution
-        mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
-        step = jnp.zeros((), dtype)
-    if config.solver == "saddle":
         lam, value = sol.aux  # from the certificate of the returned mu
     else:
+        if isinstance(solver, S.LambdaSearch):
+            mu, omega, lower, iters = _search_acdec(s, r, eps2, solver, warm, gap_type)
+        else:
+            lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
+
+            def solve_at(lam):
+                grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
+                if isinstance(solver, S.FrankWolfeGrid):
+                    return frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
+                                             atol=solver.atol, check_every=solver.check_every)
+                return saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
+                                    atol=solver.atol, check_every=solver.check_every)
+
+            grid = lambda_search.grid_search(solve_at, lo, hi, eps2, num=solver.lam_grid,
+                                             refine=solver.lam_refine, rounds=solver.lam_rounds)
+            sol = grid.index_solution
+            mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
         # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
         c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
         _, lam, _ = best_lambda(r - mu @ r, c, eps2)
         value = _psi_value(r - mu @ r, c, lam, eps2)
     gap = value - lower
-    converged = gap <= config.rtol * jnp.abs(value) + config.atol
+    converged = gap <= solver.rtol * jnp.abs(value) + solver.atol
     finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & jnp.isfinite(lam)
     status = jnp.where(~finite, Status.NONFINITE, jnp.where(converged, Status.OK, Status.MAX_ITER))
     result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
@@ -379,31 +456,82 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config: LinearSolverConfig = L
     return result, WarmStart(mu, omega, step)
 
 
-def solve_offset(s: ObservableSpan, f_hat_r, lam, config: LinearSolverConfig = LinearSolverConfig(),
+def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["saddle"],
                  warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates
-    (traceable; no argument checks).
+    (traceable; no argument checks beyond the solver's fit).
+
+    ``solver``: :class:`~e2d_jax.dec.solvers.Saddle` or :class:`~e2d_jax.dec.solvers.SaddleGrid`
+    (mirror-prox with its budget), :class:`~e2d_jax.dec.solvers.FrankWolfeGrid` (smoothed
+    Frank-Wolfe; no grid for a fixed lambda).
 
     Returns:
       ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
     """
+    solver.check("linear", "offset", gap_type)
     warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
     lam = jnp.asarray(lam, dtype)
     grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-    if config.solver == "fw-grid":
-        sol = frank_wolfe.solve(smooth, cert, mu0, maxiter=config.maxiter, rtol=config.rtol,
-                                atol=config.atol, check_every=config.check_every)
+    if isinstance(solver, S.FrankWolfeGrid):
+        sol = frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
+                                atol=solver.atol, check_every=solver.check_every)
         step = jnp.zeros((), dtype)
     else:
-        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=config.maxiter, rtol=config.rtol,
-                           atol=config.atol, check_every=config.check_every, step0=warm.step)
+        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
+                           atol=solver.atol, check_every=solver.check_every, step0=warm.step)
         step = sol.step
     result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
                        iterations=sol.iterations, status=sol.status, omega=sol.omega)
     return result, WarmStart(sol.mu, sol.omega, step)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "eps2"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class LinearAcdec:
+    """The ac-DEC of a linear model in observable-span coordinates (see the module docstring).
+
+    Attributes:
+      span: the model's :class:`~e2d_jax.envs.linear.ObservableSpan`.
+      f_hat: (r,) the reference model in span coordinates (U^T f_hat).
+      eps2: () the radius eps^2 > 0.
+      gap_type: ``"delta_f"`` or ``"delta"``.
+    """
+
+    span: ObservableSpan
+    f_hat: jax.Array
+    eps2: jax.Array
+    gap_type: str = "delta_f"
+    family: ClassVar[str] = "linear"
+    program: ClassVar[str] = "acdec"
+
+    def solve_with(self, solver: S.Solver, carry=None):
+        return solve_acdec(self.span, self.f_hat, self.eps2, solver, carry, self.gap_type)
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "lam"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class LinearOffset:
+    """The offset DEC of a linear model at a fixed lambda, in observable-span coordinates.
+
+    Attributes:
+      span: the model's observable span.
+      f_hat: (r,) the reference model in span coordinates.
+      lam: () lambda > 0.
+      gap_type: ``"delta_f"`` or ``"delta"``.
+    """
+
+    span: ObservableSpan
+    f_hat: jax.Array
+    lam: jax.Array
+    gap_type: str = "delta_f"
+    family: ClassVar[str] = "linear"
+    program: ClassVar[str] = "offset"
+
+    def solve_with(self, solver: S.Solver, carry=None):
+        return solve_offset(self.span, self.f_hat, self.lam, solver, carry, self.gap_type)
 
 
 # --------------------------------------------------------------------------------------
@@ -423,24 +551,6 @@ def _check_problem(features, grams, f_hat):
     for name, x in (("features", features), ("grams", grams), ("f_hat", f_hat)):
         V.check_finite(name, x)
     V.check_psd("grams", grams)
-
-
-def solver_config(solver: str = "saddle", **options) -> LinearSolverConfig:
-    """The :class:`LinearSolverConfig` of a solver name with its defaults, updated by ``options``
-    (fields of the config); a ValueError lists the valid fields for an unknown one."""
-    if solver not in SOLVERS:
-        raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    if solver == "fw-grid":
-        base = dataclasses.replace(LinearSolverConfig(), solver="fw-grid", maxiter=1000, check_every=50)
-    elif solver == "saddle-grid":
-        base = dataclasses.replace(LinearSolverConfig(), solver="saddle-grid", maxiter=1000)
-    else:
-        base = LinearSolverConfig()
-    fields = {f.name for f in dataclasses.fields(LinearSolverConfig)}
-    unknown = set(options) - fields
-    if unknown:
-        raise ValueError(f"unknown solver option(s) {sorted(unknown)}; valid: {sorted(fields - {'solver'})}")
-    return dataclasses.replace(base, **options)
 
 
 def _warm(mu0, omega0, k, dtype):
@@ -463,26 +573,26 @@ def _static_rank(grams, rank):
     return grams.shape[-1]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gap_type", "rank"))
-def _acdec_arrays(features, grams, f_hat, eps2, warm, *, config, gap_type, rank):
+@functools.partial(jax.jit, static_argnames=("solver", "gap_type", "rank"))
+def _acdec_arrays(features, grams, f_hat, eps2, warm, *, solver, gap_type, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gap_type)[0]
+    return solve_acdec(s, f_hat @ s.basis, eps2, solver, warm, gap_type)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gap_type"))
-def _acdec_span(s, f_hat, eps2, warm, *, config, gap_type):
-    return solve_acdec(s, f_hat @ s.basis, eps2, config, warm, gap_type)[0]
+@functools.partial(jax.jit, static_argnames=("solver", "gap_type"))
+def _acdec_span(s, f_hat, eps2, warm, *, solver, gap_type):
+    return solve_acdec(s, f_hat @ s.basis, eps2, solver, warm, gap_type)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gap_type", "rank"))
-def _offset_arrays(features, grams, f_hat, lam, warm, *, config, gap_type, rank):
+@functools.partial(jax.jit, static_argnames=("solver", "gap_type", "rank"))
+def _offset_arrays(features, grams, f_hat, lam, warm, *, solver, gap_type, rank):
     s = observable_span(features, grams, rank=rank)
-    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gap_type)[0]
+    return solve_offset(s, f_hat @ s.basis, lam, solver, warm, gap_type)[0]
 
 
-@functools.partial(jax.jit, static_argnames=("config", "gap_type"))
-def _offset_span(s, f_hat, lam, warm, *, config, gap_type):
-    return solve_offset(s, f_hat @ s.basis, lam, config, warm, gap_type)[0]
+@functools.partial(jax.jit, static_argnames=("solver", "gap_type"))
+def _offset_span(s, f_hat, lam, warm, *, solver, gap_type):
+    return solve_offset(s, f_hat @ s.basis, lam, solver, warm, gap_type)[0]
 
 
 def _dtype(*xs):
@@ -508,7 +618,7 @@ def _problem(fn: str, problem: tuple, last: str):
     return None, features, grams, f_hat, x
 
 
-def linear_acdec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu0=None, omega0=None,
+def linear_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
                  rank: int | None = None, **options) -> DecResult:
     """The average-constrained DEC of a linear model with side observations, with a certificate.
 
@@ -527,15 +637,16 @@ def linear_acdec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu
         max |entry|)); f_hat (d,) the reference model; eps2 () the radius eps^2 > 0.
         Concrete inputs with NaN or inf, mismatched shapes or K < 2 raise ValueError naming
         the argument; under jit/vmap the result's ``status`` reports non-finite answers.
-      solver: ``"saddle"`` (exact form by mirror-prox; default), ``"fw-grid"`` (the paper's
-        smoothed Frank-Wolfe on a lambda grid) or ``"saddle-grid"``.
-      gap_type: ``"delta_f"`` (the lemma's gaps; default) or ``"delta"`` (grid solvers only).
+      solver: a solver value or name of :mod:`e2d_jax.dec.solvers` (default: ``"saddle"``, the
+        exact form by mirror-prox, for gaps Delta_f; ``"lambda-search"``, the certified
+        branch-and-bound search over lambda, for gaps Delta). ``"fw-grid"`` is the paper's
+        smoothed Frank-Wolfe on a lambda grid, ``"paper"`` its budget.
+      gap_type: ``"delta_f"`` (the lemma's gaps; default) or ``"delta"``.
       mu0: optional (K,) warm starts.
       omega0: see ``mu0``.
       rank: with arrays, the dimension of the observable span if known (static); see
         :func:`~e2d_jax.envs.linear.observable_span`.
-      **options: fields of :class:`LinearSolverConfig` (maxiter, rtol, atol, check_every,
-        lam_grid, lam_refine, lam_rounds).
+      **options: fields of the solver to change (e.g. ``maxiter``, ``rtol``, ``lam_grid``).
 
     Returns:
       DecResult: ``mu`` (K,), ``lam`` (), ``value`` () = psi(lam, mu), ``lower_bound`` (a
@@ -550,44 +661,43 @@ def linear_acdec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu
     V.check_positive("eps2", eps2)
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
-    if solver == "saddle" and gap_type == "delta":
-        raise ValueError("solver='saddle' needs gap_type='delta_f' (the exact form is convex only "
-                         "for Delta_f); use solver='fw-grid' or 'saddle-grid'")
-    config = solver_config(solver, **options)
+    solver = S.resolve(solver, "linear", "acdec", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
     warm = _warm(mu0, omega0, features.shape[0], dtype)
     if model is not None:
         span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
-        return _acdec_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm, config=config,
+        return _acdec_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm, solver=solver,
                            gap_type=gap_type)
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
     return _acdec_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm,
-                         config=config, gap_type=gap_type, rank=rank)
+                         solver=solver, gap_type=gap_type, rank=rank)
 
 
-def linear_offset_dec(*problem, solver: str = "saddle", gap_type: str = "delta_f", mu0=None, omega0=None,
+def linear_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
                       rank: int | None = None, **options) -> DecResult:
     """The offset DEC for a fixed lambda: min_mu max_b <phi_b - phi_mu, f_hat> + ||phi_b||^2_{V(mu)^{-1}} / (4 lambda).
 
     Called as :func:`linear_acdec` with ``lam`` > 0 in place of ``eps2``:
     ``linear_offset_dec(model, f_hat, lam)`` or ``linear_offset_dec(features, grams, f_hat, lam)``.
-    ``solver`` is ``"saddle"`` (mirror-prox on the max over mixtures, default) or ``"fw-grid"``
-    (smoothed Frank-Wolfe; no grid is involved for a fixed lambda). The returned ``value`` is
+    ``solver`` is a solver value or name of :mod:`e2d_jax.dec.solvers` that solves the linear
+    offset DEC: ``"saddle"`` (mirror-prox on the max over mixtures, default) or ``"fw-grid"``
+    (smoothed Frank-Wolfe; no grid is involved for a fixed lambda); ``**options`` change its
+    fields. The returned ``value`` is
     the objective at ``mu`` (no lambda eps^2 term) and ``lam`` is the given lambda.
     """
     model, features, grams, f_hat, lam = _problem("linear_offset_dec", problem, "lam")
     V.check_positive("lam", lam)
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
-    config = solver_config(solver, **options)
+    solver = S.resolve(solver, "linear", "offset", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
     warm = _warm(mu0, omega0, features.shape[0], dtype)
     if model is not None:
         span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
-        return _offset_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm, config=config,
+        return _offset_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm, solver=solver,
                             gap_type=gap_type)
     features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
     rank = _static_rank(grams, rank)
     return _offset_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm,
-                          config=config, gap_type=gap_type, rank=rank)
+                          solver=solver, gap_type=gap_type, rank=rank)

@@ -45,7 +45,7 @@ from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
 from e2d_jax.agents.ids import ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
-from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs import finite, linear, zoo
 from e2d_jax.envs.family import FAMILIES, environment_of, params_family
 from e2d_jax.sim.rollout import instance_key, instance_keys
@@ -448,8 +448,7 @@ register_env("dynamic-pricing", lambda key, arms=4, levels=4, dtype=None: zoo.dy
 
 #: Static options of the E2D agents (strings and integers; numeric hyperparameters go in grids).
 E2D_OPTIONS = ("solver", "solver_iters", "divergence", "gap_type", "eps2_schedule")
-SOLVER_NAMES = ("saddle", "fw-grid", "saddle-grid", "paper")
-_FAMILY_OPTIONS = {"solver": ("linear",), "solver_iters": ("linear",), "divergence": ("linear",),
+_FAMILY_OPTIONS = {"solver": ("linear", "finite"), "solver_iters": ("linear", "finite"), "divergence": ("linear",),
                    "gap_type": ("linear", "finite"), "eps2_schedule": ("linear",)}
 
 _HYPERPARAMETERS = {
@@ -461,29 +460,26 @@ _HYPERPARAMETERS = {
 }
 
 
-def linear_solver(name: str | None = None, iters: int | None = None) -> dec_linear.LinearSolverConfig:
-    """The E2D agents' solver on linear models by name: ``saddle`` (the default budget),
-    ``paper`` (100 Frank-Wolfe steps on a 50-point lambda grid), ``fw-grid`` or ``saddle-grid``
-    (100 steps on a 50-point grid refined once); ``iters`` overrides the iteration budget."""
-    name = name or "saddle"
-    if name not in SOLVER_NAMES:
-        raise ValueError(f"solver must be one of {SOLVER_NAMES}, got {name!r}")
-    if name == "paper":
-        cfg = dec_linear.PAPER_SOLVER
-    elif name == "saddle":
-        cfg = e2d_linear.AGENT_SOLVER
-    else:
-        cfg = dataclasses.replace(e2d_linear.AGENT_SOLVER, solver=name, maxiter=100, check_every=100, rtol=0.0,
-                                  lam_grid=50, lam_refine=8, lam_rounds=1)
+def agent_solver(name: str | None, iters: int | None, default: S.Solver) -> S.Solver:
+    """An E2D agent's solver from the ``solver`` and ``solver_iters`` options: the preset
+    ``name`` of :data:`e2d_jax.dec.solvers.SOLVERS` (None: ``default``, the agent's own), with
+    its iteration budget set to ``iters`` (that of the inner solver of a lambda search)."""
+    solver = default if name is None else S.resolve(name)
     if iters is not None:
-        if not isinstance(iters, int) or iters < 1:
+        if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
             raise ValueError(f"solver_iters must be an integer >= 1, got {iters!r}")
-        every = min(cfg.check_every, iters) if name == "saddle" else iters
-        cfg = dataclasses.replace(cfg, maxiter=iters, check_every=every)
-    return cfg
+        if isinstance(solver, S.LambdaSearch):
+            inner = solver.inner if solver.inner is not None else S.SOLVERS["saddle"]
+            solver = solver.replace(inner=inner.replace(maxiter=iters))
+        else:
+            changes = {"maxiter": iters}
+            if hasattr(solver, "check_every"):
+                changes["check_every"] = min(solver.check_every, iters)
+            solver = solver.replace(**changes)
+    return solver
 
 
-def _e2d_kwargs(request: AgentRequest) -> dict:
+def _e2d_kwargs(request: AgentRequest, default_solver: S.Solver | None) -> dict:
     opts = request.options
     for key, value in opts.items():
         if request.family not in _FAMILY_OPTIONS[key]:
@@ -495,15 +491,15 @@ def _e2d_kwargs(request: AgentRequest) -> dict:
         if opts["gap_type"] not in GAP_TYPES:
             raise ValueError(f"agents[{request.label}]: gap_type must be one of {GAP_TYPES}, got {opts['gap_type']!r}")
         kwargs["gap_type"] = opts["gap_type"]
-    if request.family == "linear":
-        kwargs["solver"] = linear_solver(opts.get("solver"), opts.get("solver_iters"))
-        if "divergence" in opts:
-            if opts["divergence"] not in DIVERGENCES:
-                raise ValueError(f"agents[{request.label}]: divergence must be one of {DIVERGENCES}, got "
-                                 f"{opts['divergence']!r}")
-            kwargs["divergence"] = opts["divergence"]
-        if kwargs.get("gap_type") == "delta" and kwargs["solver"].solver == "saddle":
-            raise ValueError(f"agents[{request.label}]: gap_type delta needs solver fw-grid, saddle-grid or paper")
+    if "solver" in opts or "solver_iters" in opts:
+        if default_solver is None and opts.get("solver") is None:
+            raise ValueError(f"agents[{request.label}]: solver_iters needs a solver on {request.family} models")
+        kwargs["solver"] = agent_solver(opts.get("solver"), opts.get("solver_iters"), default_solver)
+    if request.family == "linear" and "divergence" in opts:
+        if opts["divergence"] not in DIVERGENCES:
+            raise ValueError(f"agents[{request.label}]: divergence must be one of {DIVERGENCES}, got "
+                             f"{opts['divergence']!r}")
+        kwargs["divergence"] = opts["divergence"]
     return kwargs
 
 
@@ -519,7 +515,7 @@ _ANYTIME_OPTIONS = {
           "dim), EWA and log|M|/t on finite classes (finite: @delta, @mixture, @track joined by '+')",
           takes_param=True)
 def _anytime(request: AgentRequest):
-    kwargs = _e2d_kwargs(request)
+    options = {}
     if request.param:
         if request.family == "linear":
             raise ValueError(f"agents: {request.label}: anytime-e2d takes '@' options on finite classes only")
@@ -528,7 +524,12 @@ def _anytime(request: AgentRequest):
                 raise ValueError(f"agents: {request.label}: unknown option {token!r} "
                                  f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
             field, value = _ANYTIME_OPTIONS[token]
-            kwargs[field] = value
+            options[field] = value
+    if request.family == "linear":
+        default = e2d_linear.AGENT_SOLVER
+    else:
+        default = e2d_finite.default_solver(options.get("estimate", "sample"), options.get("lam_search", "global"))
+    kwargs = {**_e2d_kwargs(request, default), **options}
     if request.family == "linear" and request.options.get("eps2_schedule"):
         kwargs["eps2_schedule"] = request.options["eps2_schedule"]
     build = e2d_linear.anytime_e2d if request.family == "linear" else e2d_finite.anytime_e2d
@@ -549,7 +550,11 @@ def _e2d(request: AgentRequest):
                              f"{request.name}@{request.param}") from None
     if n < 2:
         raise ValueError(f"agents: e2d needs a tuning horizon >= 2, got {n}")
-    return functools.partial(fixed_horizon_e2d, horizon=n, **_e2d_kwargs(request))
+    default = e2d_linear.AGENT_SOLVER if request.family == "linear" else e2d_finite.E2D_SOLVER
+    kwargs = _e2d_kwargs(request, default)
+    build = e2d_linear.fixed_horizon_e2d if request.family == "linear" else e2d_finite.fixed_horizon_e2d
+    build(horizon=n, **kwargs)  # checks the static options now, with the family's own message
+    return functools.partial(fixed_horizon_e2d, horizon=n, **kwargs)
 
 
 @_builtin("ucb", ("linear", "finite"), (),

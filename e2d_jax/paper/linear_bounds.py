@@ -39,6 +39,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
 from e2d_jax.envs.linear import ObservableSpan
@@ -154,7 +155,7 @@ class BoundTable(NamedTuple):
 
 
 #: The solver of the checks: certified to a relative gap of 1e-6.
-CHECK_SOLVER = dec_linear.LinearSolverConfig(maxiter=20_000, rtol=1e-6, check_every=50)
+CHECK_SOLVER = S.Saddle(maxiter=20_000, rtol=1e-6, check_every=50)
 
 
 def _dec_and_pac(s, fr, e2):

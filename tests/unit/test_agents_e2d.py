@@ -9,6 +9,7 @@ from e2d_jax.agents.e2d_linear import horizon_lambda as tune_lambda
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.dec import linear as L
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import rollout, run_keys
 from e2d_jax.sim.simulate import simulate
@@ -36,7 +37,7 @@ def test_agent_follows_the_dec_solution():
     """In the first round (f_hat = 0, eps_1^2 = d in the KL, 2 sigma^2 d = 2 d in the squared
     norm) the agent's mu is the DEC's solution."""
     params = linear.semi_bandit(jax.random.key(3), 3, 6, dtype=jnp.float64)
-    agent = anytime_e2d(solver=L.LinearSolverConfig(maxiter=4000, check_every=25, rtol=1e-6), divergence="kl")
+    agent = anytime_e2d(solver=S.Saddle(maxiter=4000, check_every=25, rtol=1e-6), divergence="kl")
     model = params.model
     state = agent.init(jax.random.key(0), model)
     _, state, info = jax.jit(agent.act)(jax.random.key(1), state, model)
@@ -86,7 +87,8 @@ def test_the_default_divergence_is_the_squared_norm():
     (lambda: anytime_e2d(gap_type="nope"), "gap_type"),
     (lambda: anytime_e2d(gap_type="delta"), "solver"),
     (lambda: anytime_e2d(reg=0.0), "reg"),
-    (lambda: anytime_e2d(solver="saddle"), "solver"),
+    (lambda: anytime_e2d(solver="simplex"), "solver"),
+    (lambda: anytime_e2d(solver=S.Saddle(maxiter=0)), "maxiter"),
     (lambda: fixed_horizon_e2d(), "horizon"),
     (lambda: fixed_horizon_e2d(lam=-1.0), "lam"),
 ])
@@ -100,10 +102,10 @@ AGENTS = {
     "ts": thompson_sampling,
     "anytime-e2d": anytime_e2d,
     "e2d": lambda: fixed_horizon_e2d(horizon=50),
-    "anytime-e2d-delta": lambda: anytime_e2d(gap_type="delta", solver=L.LinearSolverConfig(
-        solver="saddle-grid", maxiter=20, check_every=20, lam_grid=8, lam_refine=4, lam_rounds=1)),
-    "anytime-e2d-paper": lambda: anytime_e2d(solver=L.LinearSolverConfig(
-        solver="fw-grid", maxiter=20, check_every=20, rtol=0.0, lam_grid=8, lam_refine=1, lam_rounds=0)),
+    "anytime-e2d-delta": lambda: anytime_e2d(gap_type="delta", solver=S.SaddleGrid(
+        maxiter=20, check_every=20, lam_grid=8, lam_refine=4, lam_rounds=1)),
+    "anytime-e2d-paper": lambda: anytime_e2d(solver=S.FrankWolfeGrid(
+        maxiter=20, check_every=20, rtol=0.0, lam_grid=8, lam_refine=1, lam_rounds=0)),
 }
 ENVS = {
     "semi": lambda dt: linear.semi_bandit(jax.random.key(1), 3, 5, dtype=dt),

@@ -71,7 +71,7 @@ def test_anytime_e2d_step_by_step_against_references():
     certified 1e-3 configuration)."""
     params = finite.multi_armed_bandit_class(jax.random.key(3), 3, 6, sigma=0.5, true_model=2)
     model = params.model
-    agent = agents.anytime_e2d(lam_search="global", gap_type="delta", solver=dec.FiniteSolverConfig())
+    agent = agents.anytime_e2d(lam_search="global", gap_type="delta", solver="lambda-search")
     act, update = jax.jit(agent.act), jax.jit(agent.update)
     observe = jax.jit(finite.observe)
     key_init, key_rounds = jax.random.split(jax.random.key(4))
@@ -137,7 +137,7 @@ def test_mixture_estimate_adds_the_reference_model():
     (lambda: agents.anytime_e2d(lam_search="local"), "lam_search"),
     (lambda: agents.fixed_horizon_e2d(lam=-1.0), "lam"),
     (lambda: agents.fixed_horizon_e2d(), "horizon"),
-    (lambda: agents.anytime_e2d(solver=e2d_linear.AGENT_SOLVER), "FiniteSolverConfig"),
+    (lambda: agents.anytime_e2d(solver=e2d_linear.AGENT_SOLVER), "solver: Saddle does not solve the average-constrained DEC of finite"),
     (lambda: posterior_sampling(eta=-1.0), "eta"),
 ])
 def test_bad_hyperparameters(call, needle):

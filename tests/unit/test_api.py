@@ -85,7 +85,7 @@ def test_every_dec_solve_returns_the_answer_and_its_carry():
     fin = finite.multi_armed_bandit_class(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
     gaps, info = dec_finite.matrices(fin.model, 0)
     k, m = gaps.shape
-    memory = dec_finite.empty_memory(k, m, dec_finite.FiniteSolverConfig())
+    memory = dec_finite.empty_memory(k, m, dec_finite.S.SOLVERS["lambda-search"])
     eps2, lam = jnp.float32(0.1), jnp.float32(1.0)
     calls = {
         "linear.solve_acdec": (lambda w: dec_linear.solve_acdec(span, f_r, eps2, warm=w), None),
@@ -275,8 +275,10 @@ def test_the_curve_works_for_linear_and_finite_models():
     (lambda: e2d.anytime_e2d(eps2_schedule=lambda t: 0.0 * t), "eps2_schedule"),
     (lambda: e2d.anytime_e2d(eps2_schedule="log|M|"), "eps2_schedule"),
     (lambda: e2d.fixed_horizon_e2d(), "horizon"),
-    (lambda: finite_agents.anytime_e2d(solver=linear_agents.AGENT_SOLVER), "FiniteSolverConfig"),
-    (lambda: linear_agents.anytime_e2d(solver=finite_agents.AGENT_SOLVER), "LinearSolverConfig"),
+    (lambda: finite_agents.anytime_e2d(solver=linear_agents.AGENT_SOLVER), "Saddle does not solve .* finite"),
+    (lambda: linear_agents.anytime_e2d(solver="ipm"), "MatrixGameIPM does not solve .* linear"),
+    (lambda: linear_agents.anytime_e2d(gap_type="delta", solver="saddle"), "gap_type='delta'.*convex only for Delta_f"),
+    (lambda: linear_agents.anytime_e2d(solver="newton"), "solver must be one of"),
 ])
 def test_factory_errors_say_what_was_expected(call, needle):
     with pytest.raises(ValueError, match=needle):

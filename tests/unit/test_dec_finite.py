@@ -100,7 +100,7 @@ def test_public_offset_dec_and_mirror_prox_option():
     gaps, info, _ = random_problem(rng, 4, 12, 10)
     ref, _ = game_value_lp(gaps - 2.0 * info)
     ipm = dec.finite_offset_dec(gaps, info, 2.0)
-    mp = dec.finite_offset_dec(gaps, info, 2.0, solver="mirror-prox", rtol=1e-4, maxiter=20000)
+    mp = dec.finite_offset_dec(gaps, info, 2.0, solver="saddle", rtol=1e-4, maxiter=20000)
     for r in (ipm, mp):
         assert r.mu.shape == (4,) and r.omega.shape == (12,) and r.lam.shape == ()
         assert float(r.lower_bound) <= ref + 1e-9 <= float(r.value) + 1e-9
@@ -204,7 +204,7 @@ def test_large_eps_gives_the_game_value_of_delta():
     (lambda g, i: dec.finite_acdec(g, -i, 0.1), "nonnegative"),
     (lambda g, i: dec.finite_acdec(g, i + 1.0, 0.1), "max_pi info"),
     (lambda g, i: dec.finite_acdec(g, i, 0.1, lam_grid=1), "lam_grid"),
-    (lambda g, i: dec.finite_acdec(g, i, 0.1, nope=3), "unknown solver option"),
+    (lambda g, i: dec.finite_acdec(g, i, 0.1, nope=3), "solver: LambdaSearch has no option nope"),
     (lambda g, i: dec.finite_acdec(g, i, 0.1, solver="simplex"), "solver"),
     (lambda g, i: dec.finite_offset_dec(g, i, 1.0, mu0=np.ones(5)), "mu0"),
 ])
@@ -237,7 +237,7 @@ def test_tracking_lower_bound_is_certified_over_all_lambdas(off):
     info = finite.info_matrix(model, obs_f)
     eps2 = float(np.log(20) / 200)
     ref, lam_ref = acdec_lp_grid(np.asarray(gaps), np.asarray(info), eps2)
-    config = dec.FiniteSolverConfig()
+    config = dec.S.SOLVERS["lambda-search"]
     res, _ = jax.jit(lambda c: dec.solve_acdec_tracking(gaps, info, eps2, c, config))(lam_ref * off)
     assert float(res.lower_bound) <= ref * (1 + 1e-6) + 1e-9
     assert float(res.value) >= float(res.lower_bound)
