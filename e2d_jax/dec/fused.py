@@ -37,9 +37,10 @@ B = ``default_block(K)`` = min(32, 256 / Kp), a thread holds at most 8 numbers o
 ~170 registers for the paper's K = 10, r = 3 (Kp = 16, B = 16: each problem on 2 threads, a
 sum over actions one shuffle), under the 255 a thread may have; at the largest shapes (K = 16,
 r = 8) some state spills to cached local memory. B = 32 with Kp = 16 would double the
-per-thread vectors and spill at every shape, and smaller blocks would leave the device less
-to overlap. The problem's data (features, Gram matrices) are read from memory where used, not
-held in registers across the steps.
+per-thread vectors and spill at every shape; smaller blocks would spread a problem over more
+threads (more shuffles per sum, and each of them computing the problem's numbers, such as
+V(mu)'s factor). The problem's data (features, Gram matrices) are read from memory where used,
+not held in registers across the steps.
 
 Batching. The public functions are written for one problem (vmap them at the call site as
 everywhere in the library). Inside, the problem goes to a ``jax.custom_batching.custom_vmap``
@@ -47,7 +48,8 @@ function of problems stacked on a leading axis, whose batching rule flattens eac
 axis into that axis and calls itself again: however many ``vmap`` levels (seeds, instances,
 hyperparameter cells) surround the call, the whole batch becomes ONE ``pallas_call`` over the
 flattened lanes. Unbatched arguments (e.g. a model shared by the seeds) are broadcast. The
-rewards r_b = <phi_b, f_hat> are computed in the kernel (an XLA matrix-vector product may round
+model and the round's data (estimate, eps^2 or lambda, warm start) go in as two slabs, so that
+in a rollout the model's may be packed once, outside the rounds' loop. The rewards r_b = <phi_b, f_hat> are computed in the kernel (an XLA matrix-vector product may round
 differently with the batch around it). The lanes are padded to a multiple of B by repeating the
 last problem, which can neither change another lane (lanes are independent) nor keep a block's
 loop running longer than its real problems do.
@@ -135,14 +137,14 @@ class _Spec(NamedTuple):
 
 
 class _Layout:
-    """Rows of the kernel's input and output slabs (one column per problem; Kp = K padded).
+    """Rows of the kernel's slabs (one column per problem; Kp = K padded).
 
-    Input: the features by coordinate (r tiles of Kp rows), the Gram matrices' packed lower
-    triangles by entry (T = r (r + 1) / 2 tiles of Kp rows), the null projector's lower
-    triangle (T rows), f_hat in span coordinates (r rows), eps^2 or lambda (1), the warm
-    start's mu (Kp), omega (Kp) and step (1); padded actions are rows of zeros. Output: mu
-    (Kp), omega (Kp), lambda, value, lower bound, gap, step; and, as int32, iterations and
-    status.
+    Model (the same every round, so a rollout may pack it once): the features by coordinate
+    (r tiles of Kp rows), the Gram matrices' packed lower triangles by entry (T = r (r + 1) / 2
+    tiles of Kp rows) and the null projector's lower triangle (T rows). Round: f_hat in span
+    coordinates (r rows), eps^2 or lambda (1), the warm start's mu (Kp), omega (Kp) and step
+    (1). Padded actions are rows of zeros. Output: mu (Kp), omega (Kp), lambda, value, lower
+    bound, gap, step; and, as int32, iterations and status.
     """
 
     def __init__(self, k: int, r: int):
@@ -151,12 +153,13 @@ class _Layout:
         self.phi = 0
         self.gram = r * self.kp
         self.null = self.gram + self.tri * self.kp
-        self.f_hat = self.null + self.tri
-        self.param = self.f_hat + r
+        self.model_size = self.null + self.tri
+        self.f_hat = 0
+        self.param = r
         self.mu0 = self.param + 1
         self.om0 = self.mu0 + self.kp
         self.step0 = self.om0 + self.kp
-        self.size = self.step0 + 1
+        self.round_size = self.step0 + 1
         self.out_size = 2 * self.kp + 5
 
     @staticmethod
@@ -203,7 +206,7 @@ class _SolverState(NamedTuple):
 
 
 def _make_kernel(spec: _Spec):
-    """The kernel ``(x_ref, out_ref, iout_ref)`` of one block of ``spec.block`` problems."""
+    """The kernel ``(model_ref, round_ref, out_ref, iout_ref)`` of one block of problems."""
     lay = _Layout(spec.num_actions, spec.rank)
     k_num, kp, r_num = lay.k, lay.kp, lay.r
     dtype = np.dtype(spec.dtype)
@@ -214,14 +217,14 @@ def _make_kernel(spec: _Spec):
     check_every = max(1, min(spec.check_every, spec.maxiter))
     n_checks = max(1, -(-spec.maxiter // check_every))
 
-    def kernel(x_ref, out_ref, iout_ref):
-        block = x_ref.shape[-1]
+    def kernel(model_ref, round_ref, out_ref, iout_ref):
+        block = model_ref.shape[-1]
         iota = lax.broadcasted_iota(jnp.int32, (kp, block), 0)
         real = iota < k_num  # the padded actions: no mass, never a max or a min
         zeros = jnp.zeros((kp, block), dtype)
         full = lambda v: jnp.full((block,), v, dtype)  # noqa: E731
-        tile = lambda start: x_ref[pl.ds(start, kp), :]  # noqa: E731
-        row = lambda f: x_ref[f, :]  # noqa: E731
+        tile = lambda ref, start: ref[pl.ds(start, kp), :]  # noqa: E731
+        row = lambda ref, f: ref[f, :]  # noqa: E731
 
         # ---- reductions over the actions (axis 0), NaN-propagating and blind to the padding
         def rsum(x):
@@ -255,13 +258,13 @@ def _make_kernel(spec: _Spec):
 
         def problem_tiles():
             # Read where used (inside the loops), so the data need not stay in registers.
-            phi = [tile(lay.phi + i * kp) for i in coords]
-            gram = [tile(lay.gram + t * kp) for t in range(lay.tri)]
-            null = [row(lay.null + t) for t in range(lay.tri)]
+            phi = [tile(model_ref, lay.phi + i * kp) for i in coords]
+            gram = [tile(model_ref, lay.gram + t * kp) for t in range(lay.tri)]
+            null = [row(model_ref, lay.null + t) for t in range(lay.tri)]
             # r_b = <phi_b, f_hat> here rather than by XLA's matrix-vector product, whose
             # rounding may depend on the batch around it.
-            rew = functools.reduce(lambda acc, i: acc + phi[i] * row(lay.f_hat + i), coords[1:],
-                                   phi[0] * row(lay.f_hat))
+            rew = functools.reduce(lambda acc, i: acc + phi[i] * row(round_ref, lay.f_hat + i), coords[1:],
+                                   phi[0] * row(round_ref, lay.f_hat))
             return phi, gram, null, rew
 
         # ---- V(mu), its unrolled Cholesky factor and solves (as e2d_jax._linalg.psd_solve)
@@ -308,7 +311,7 @@ def _make_kernel(spec: _Spec):
             return -total
 
         # ---- the problems: gradients and certificates (dec.linear._exact_problem / _offset_problem)
-        param = row(lay.param)
+        param = row(round_ref, lay.param)
         if spec.form == "acdec":
             eps2 = param
             eps = jnp.sqrt(_max2(eps2, full(0.0)))
@@ -437,11 +440,11 @@ def _make_kernel(spec: _Spec):
             return (rmax(g_mu) - rmin(g_mu)) + (rmax(g_om) - rmin(g_om))
 
         def init():
-            mu0, log_mu0 = floor_simplex(tile(lay.mu0))
-            om0, log_om0 = floor_simplex(tile(lay.om0))
+            mu0, log_mu0 = floor_simplex(tile(round_ref, lay.mu0))
+            om0, log_om0 = floor_simplex(tile(round_ref, lay.om0))
             g_mu, g_om = grads(mu0, om0)
             auto = 1.0 / _max2(spread(g_mu, g_om), full(1e-12))
-            step0 = row(lay.step0)
+            step0 = row(round_ref, lay.step0)
             return _SolverState(
                 log_mu=log_mu0, log_om=log_om0, g_mu_prev=g_mu, g_om_prev=-g_om, mu_avg=mu0, om_avg=om0,
                 weight=full(0.0), step=jnp.where(step0 > 0, step0, auto), best_mu=mu0, best_om=om0,
@@ -556,27 +559,32 @@ def _run_lanes(spec: _Spec, phi, grams, null, f_hat, param, mu0, om0, step0):
         x = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, lay.kp - k)])
         return x.reshape(n, -1)
 
-    slab = jnp.concatenate([
-        actions_last(jnp.swapaxes(phi, 1, 2)), actions_last(jnp.swapaxes(grams[:, :, ii, jj], 1, 2)),
-        null[:, ii, jj], f_hat, param[:, None], actions_last(mu0), actions_last(om0),
-        step0[:, None]], axis=1).astype(dtype).T  # (F, N): problems on the minor axis
+    # (F, N): problems on the minor axis. The model's slab does not change from round to round
+    # in a rollout, so XLA may compute it once outside the rounds' loop.
+    model = jnp.concatenate([actions_last(jnp.swapaxes(phi, 1, 2)),
+                             actions_last(jnp.swapaxes(grams[:, :, ii, jj], 1, 2)), null[:, ii, jj]], axis=1)
+    rounds = jnp.concatenate([f_hat, param[:, None], actions_last(mu0), actions_last(om0), step0[:, None]], axis=1)
     block = spec.block
     padded = -(-n // block) * block
-    if padded != n:
-        # Copies of the last problem: they finish when it does and change no other lane.
-        slab = jnp.pad(slab, ((0, 0), (0, padded - n)), mode="edge")
+    slabs = []
+    for slab in (model, rounds):
+        slab = slab.astype(dtype).T
+        if padded != n:
+            # Copies of the last problem: they finish when it does and change no other lane.
+            slab = jnp.pad(slab, ((0, 0), (0, padded - n)), mode="edge")
+        slabs.append(slab)
+    lanes = lambda rows: pl.BlockSpec((rows, block), lambda i: (0, i))  # noqa: E731
     out, iout = pl.pallas_call(
         _make_kernel(spec),
         out_shape=(jax.ShapeDtypeStruct((lay.out_size, padded), dtype),
                    jax.ShapeDtypeStruct((2, padded), jnp.int32)),
         grid=(padded // block,),
-        in_specs=[pl.BlockSpec((lay.size, block), lambda i: (0, i))],
-        out_specs=(pl.BlockSpec((lay.out_size, block), lambda i: (0, i)),
-                   pl.BlockSpec((2, block), lambda i: (0, i))),
+        in_specs=[lanes(lay.model_size), lanes(lay.round_size)],
+        out_specs=(lanes(lay.out_size), lanes(2)),
         interpret=spec.interpret,
         compiler_params=pl_triton.CompilerParams(num_warps=NUM_WARPS, num_stages=1),
         name=f"e2d_fused_{spec.form}",
-    )(slab)
+    )(*slabs)
     out, iout = out[:, :n].T, iout[:, :n].T
     kp = lay.kp
     return (out[:, :k], out[:, kp:kp + k], out[:, 2 * kp], out[:, 2 * kp + 1], out[:, 2 * kp + 2],
