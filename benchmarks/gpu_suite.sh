@@ -19,6 +19,9 @@
 #                     summaries (not the chunks) in OUT/zoo.tar.gz
 #   full_width        e2d_throughput.py: Anytime-E2D and IDS on the Exp. 1 and Exp. 2 shapes at 2^15
 #                     and 2^17 seeds per call
+#   fused_solver      fused_solver.py: the agents' DEC solve (Exp. 1 shape, warm-started, 10 steps and a
+#                     certificate) as one Pallas kernel against XLA's vmapped solver, 1,024 and 2^17
+#                     seeds, both forms (ac-DEC and offset), with the two answers' agreement
 #
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
@@ -46,10 +49,11 @@ PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
     TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
-    ZOO_SIZE="--instances 2 --seeds 4"
+    ZOO_SIZE="--instances 2 --seeds 4"; S_FUSED=64
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
     TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
+    S_FUSED=1024,131072
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -112,4 +116,7 @@ step "${ZOO_LIMIT:-300}" zoo bash -c zoo
 step 40 zoo_report bash -c zoo_report
 step 170 full_width "$PY" benchmarks/e2d_throughput.py --shapes exp1,exp2 --agents anytime-e2d,ids,ids-worst-case \
     --seeds "$S_WIDE" --horizon "$H_WIDE" --repeats 2 --json "$OUT/e2d_full_width.json"
+# Its JSON is rewritten after every row, so a run stopped at the limit keeps the rows it has.
+step 150 fused_solver "$PY" benchmarks/fused_solver.py --seeds "$S_FUSED" --budgets agent --repeats "$REP" \
+    --json "$OUT/fused_solver.json"
 } 2>&1 | tee "$OUT/suite.log"
