@@ -47,12 +47,13 @@ import numpy as np
 
 from e2d_jax.dec import fused
 from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs import linear
 from e2d_jax.types import WarmStart
 
 BUDGETS = {
-    "agent": dec_linear.LinearSolverConfig(maxiter=10, rtol=1e-3, check_every=10),
-    "long": dec_linear.LinearSolverConfig(),
+    "agent": S.Saddle(maxiter=10, rtol=1e-3, check_every=10, kernel="xla"),
+    "long": S.Saddle(maxiter=1000, rtol=1e-3, check_every=25, kernel="xla"),
 }
 SOLVERS = {"acdec": (dec_linear.solve_acdec, fused.solve_acdec), "offset": (dec_linear.solve_offset, fused.solve_offset)}
 

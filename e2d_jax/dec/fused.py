@@ -75,6 +75,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pl_triton
 
 from e2d_jax import _checks as V
+from e2d_jax.dec import solvers as S
 from e2d_jax.dec.saddle import FLOOR
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
@@ -624,13 +625,12 @@ def _spec(form, s, config, gap_type, interpret, block) -> _Spec:
     if form == "acdec" and gap_type != "delta_f":
         raise ValueError("gap_type: the fused exact form solves gap_type='delta_f' only (the exact form is convex "
                          "only for Delta_f)")
-    solver = getattr(config, "solver", "saddle")
-    if solver != "saddle":
-        raise ValueError(f"config: the fused path runs the saddle-point solver, got solver={solver!r}")
     for name in ("maxiter", "check_every", "rtol", "atol"):
         if not hasattr(config, name):
             raise ValueError(f"config must have maxiter, check_every, rtol and atol (e.g. a "
-                             f"LinearSolverConfig), got {type(config).__name__} without {name!r}")
+                             f"e2d_jax.dec.solvers.Saddle), got {type(config).__name__} without {name!r}")
+    if isinstance(config, S.Solver) and not isinstance(config, S.Saddle):
+        raise ValueError(f"config: the fused path runs the saddle-point solver (a Saddle), got {type(config).__name__}")
     maxiter = V.check_int("config.maxiter", config.maxiter, minimum=1)
     check_every = V.check_int("config.check_every", config.check_every, minimum=1)
     k, r = s.features.shape[-2:]
@@ -675,8 +675,8 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, config, warm: WarmStart | None
         :func:`supports` for the shapes and dtypes taken.
       f_hat_r: (r,) the reference model in span coordinates.
       eps2: () eps^2 > 0.
-      config: ``maxiter``, ``check_every``, ``rtol``, ``atol`` (e.g. a
-        :class:`~e2d_jax.dec.linear.LinearSolverConfig` with ``solver="saddle"``); static.
+      config: ``maxiter``, ``check_every``, ``rtol``, ``atol`` (a
+        :class:`~e2d_jax.dec.solvers.Saddle`); static.
       warm: the previous solve's :class:`~e2d_jax.types.WarmStart` (None: uniform, automatic step).
       gap_type: ``"delta_f"`` (the only one with an exact convex form).
       interpret: run the kernel as JAX operations (CPU, tests) instead of compiling it for a GPU.

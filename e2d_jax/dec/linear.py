@@ -56,10 +56,11 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax import _checks as V
-from e2d_jax.dec import frank_wolfe, lambda_search, saddle
+from e2d_jax.dec import frank_wolfe, fused, lambda_search, saddle
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
@@ -414,46 +415,71 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, solver: S.Solver = S.SOLVERS["
     """
     solver.check("linear", "acdec", gap_type)
     warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
+    if isinstance(solver, S.Saddle):
+        return _saddle_kernel(solver, s, lambda: _acdec_saddle(s, f_hat_r, eps2, solver, warm),
+                              lambda interpret: fused.solve_acdec(s, f_hat_r, eps2, solver, warm, gap_type,
+                                                                  interpret=interpret))
     mu0, omega0 = warm.mu, warm.omega
     dtype = s.features.dtype
     r = s.features @ f_hat_r
     eps2 = jnp.asarray(eps2, dtype)
-    step = jnp.zeros((), dtype)
-    if isinstance(solver, S.Saddle):
-        grads, cert = _exact_problem(s, r, eps2)
-        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
-                           atol=solver.atol, check_every=solver.check_every, step0=warm.step)
-        mu, lower, iters, omega, step = sol.mu, sol.lower, sol.iterations, sol.omega, sol.step
-        lam, value = sol.aux  # from the certificate of the returned mu
+    if isinstance(solver, S.LambdaSearch):
+        mu, omega, lower, iters = _search_acdec(s, r, eps2, solver, warm, gap_type)
     else:
-        if isinstance(solver, S.LambdaSearch):
-            mu, omega, lower, iters = _search_acdec(s, r, eps2, solver, warm, gap_type)
-        else:
-            lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
+        lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
 
-            def solve_at(lam):
-                grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-                if isinstance(solver, S.FrankWolfeGrid):
-                    return frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
-                                             atol=solver.atol, check_every=solver.check_every)
-                return saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
-                                    atol=solver.atol, check_every=solver.check_every)
+        def solve_at(lam):
+            grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
+            if isinstance(solver, S.FrankWolfeGrid):
+                return frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
+                                         atol=solver.atol, check_every=solver.check_every)
+            return saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
+                                atol=solver.atol, check_every=solver.check_every)
 
-            grid = lambda_search.grid_search(solve_at, lo, hi, eps2, num=solver.lam_grid,
-                                             refine=solver.lam_refine, rounds=solver.lam_rounds)
-            sol = grid.index_solution
-            mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
-        # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
-        c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
-        _, lam, _ = best_lambda(r - mu @ r, c, eps2)
-        value = _psi_value(r - mu @ r, c, lam, eps2)
+        grid = lambda_search.grid_search(solve_at, lo, hi, eps2, num=solver.lam_grid,
+                                         refine=solver.lam_refine, rounds=solver.lam_rounds)
+        sol = grid.index_solution
+        mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
+    # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
+    c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
+    _, lam, _ = best_lambda(r - mu @ r, c, eps2)
+    value = _psi_value(r - mu @ r, c, lam, eps2)
+    return _result(mu, omega, lam, value, lower, iters, solver), WarmStart(mu, omega, jnp.zeros((), dtype))
+
+
+def _result(mu, omega, lam, value, lower, iters, solver) -> DecResult:
     gap = value - lower
     converged = gap <= solver.rtol * jnp.abs(value) + solver.atol
     finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & jnp.isfinite(lam)
     status = jnp.where(~finite, Status.NONFINITE, jnp.where(converged, Status.OK, Status.MAX_ITER))
-    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
-                       status=status.astype(jnp.int32), omega=omega)
-    return result, WarmStart(mu, omega, step)
+    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
+                     status=status.astype(jnp.int32), omega=omega)
+
+
+def _acdec_saddle(s: ObservableSpan, f_hat_r, eps2, solver: S.Saddle, warm: WarmStart):
+    """The exact form by mirror-prox, under XLA."""
+    r = s.features @ f_hat_r
+    eps2 = jnp.asarray(eps2, s.features.dtype)
+    grads, cert = _exact_problem(s, r, eps2)
+    sol = saddle.solve(grads, cert, warm.mu, warm.omega, maxiter=solver.maxiter, rtol=solver.rtol,
+                       atol=solver.atol, check_every=solver.check_every, step0=warm.step)
+    lam, value = sol.aux  # from the certificate of the returned mu
+    return (_result(sol.mu, sol.omega, lam, value, sol.lower, sol.iterations, solver),
+            WarmStart(sol.mu, sol.omega, sol.step))
+
+
+def _saddle_kernel(solver: S.Saddle, s: ObservableSpan, xla, pallas):
+    """The saddle-point solver's implementation: XLA's (``xla()``), or the fused Pallas kernel
+    (``pallas(interpret)``, :mod:`e2d_jax.dec.fused`) for the shapes it takes: on a GPU with
+    ``solver.kernel = "auto"`` (chosen in the compiled program by platform), everywhere with
+    ``"pallas"`` (as JAX operations off a GPU)."""
+    k, r = s.features.shape[-2:]
+    forced = solver.kernel == "pallas"
+    if solver.kernel == "xla" or not fused.supports(k, r, s.features.dtype, interpret=forced):
+        return xla()
+    if forced:
+        return pallas(jax.default_backend() not in ("gpu", "cuda"))
+    return lax.platform_dependent(default=xla, cuda=lambda: pallas(False))
 
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["saddle"],
@@ -470,17 +496,24 @@ def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["
     """
     solver.check("linear", "offset", gap_type)
     warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
-    mu0, omega0 = warm.mu, warm.omega
+    if isinstance(solver, S.Saddle):
+        return _saddle_kernel(solver, s, lambda: _offset_xla(s, f_hat_r, lam, solver, warm, gap_type),
+                              lambda interpret: fused.solve_offset(s, f_hat_r, lam, solver, warm, gap_type,
+                                                                   interpret=interpret))
+    return _offset_xla(s, f_hat_r, lam, solver, warm, gap_type)
+
+
+def _offset_xla(s: ObservableSpan, f_hat_r, lam, solver: S.Solver, warm: WarmStart, gap_type):
     dtype = s.features.dtype
     r = s.features @ f_hat_r
     lam = jnp.asarray(lam, dtype)
     grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
     if isinstance(solver, S.FrankWolfeGrid):
-        sol = frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
+        sol = frank_wolfe.solve(smooth, cert, warm.mu, maxiter=solver.maxiter, rtol=solver.rtol,
                                 atol=solver.atol, check_every=solver.check_every)
         step = jnp.zeros((), dtype)
     else:
-        sol = saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
+        sol = saddle.solve(grads, cert, warm.mu, warm.omega, maxiter=solver.maxiter, rtol=solver.rtol,
                            atol=solver.atol, check_every=solver.check_every, step0=warm.step)
         step = sol.step
     result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,

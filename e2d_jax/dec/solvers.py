@@ -46,6 +46,9 @@ PROGRAMS = ("acdec", "offset")
 
 _BOTH = GAP_TYPES
 
+#: Implementations of :class:`Saddle` (see its ``kernel``).
+KERNELS = ("auto", "xla", "pallas")
+
 
 @dataclasses.dataclass(frozen=True)
 class Solver:
@@ -121,6 +124,9 @@ class Saddle(Solver):
       atol: absolute part of the tolerance.
       check_every: iterations between certificates; with ``maxiter <= check_every`` a solve
         is one block of steps and one certificate, without a loop.
+      kernel: the linear programs' implementation: ``"auto"`` (the fused Pallas kernel of
+        :mod:`e2d_jax.dec.fused` on a GPU for the shapes it takes, XLA elsewhere), ``"xla"``
+        or ``"pallas"`` (the kernel everywhere; as JAX operations off a GPU, for tests).
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",), ("linear", "offset"): _BOTH,
@@ -129,6 +135,12 @@ class Saddle(Solver):
     rtol: float = 1e-3
     atol: float = 0.0
     check_every: int = 25
+    kernel: str = "auto"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
 
 
 @dataclasses.dataclass(frozen=True)

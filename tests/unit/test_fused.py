@@ -15,7 +15,6 @@ differences are held to those of the XLA solver with its input moved by one ulp.
 of hundreds of steps the iterates of two correct implementations drift apart (in float64 too,
 on end of optimism), and the answers are compared through their certificates.
 """
-import contextlib
 import functools
 import types
 from typing import NamedTuple
@@ -28,14 +27,15 @@ import pytest
 from e2d_jax.agents import e2d_linear
 from e2d_jax.dec import fused
 from e2d_jax.dec import linear as dec_linear
+from e2d_jax.dec import solvers as S
 from e2d_jax.envs import linear, zoo
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.sim.rollout import rollout, run_keys
 from e2d_jax.types import Status, WarmStart
 
-AGENT_BUDGET = dec_linear.LinearSolverConfig(maxiter=10, rtol=1e-3, check_every=10)  # the agents' (AGENT_SOLVER)
-LOOP_BUDGET = dec_linear.LinearSolverConfig(maxiter=100, rtol=1e-3, check_every=25)  # four checks, lanes stop apart
-LONG_BUDGET = dec_linear.LinearSolverConfig()  # 1,000 steps, a check every 25
+AGENT_BUDGET = S.Saddle(maxiter=10, rtol=1e-3, check_every=10, kernel="xla")  # the agents' (AGENT_SOLVER)
+LOOP_BUDGET = S.Saddle(maxiter=100, rtol=1e-3, check_every=25, kernel="xla")  # four checks, lanes stop apart
+LONG_BUDGET = S.Saddle(maxiter=1000, rtol=1e-3, check_every=25, kernel="xla")  # 1,000 steps, a check every 25
 
 FORMS = {  # name -> (XLA solver, fused solver, gap type)
     "acdec": (dec_linear.solve_acdec, fused.solve_acdec, "delta_f"),
@@ -269,26 +269,10 @@ class Recorded(NamedTuple):
     action: jax.Array
 
 
-@contextlib.contextmanager
-def _fused_solvers_in_the_agents():
-    """While the agents' ``act`` is traced, their module sees ``dec.linear`` with the two
-    solvers replaced by the fused ones (the library is not modified)."""
-    shim = types.SimpleNamespace(**{n: getattr(dec_linear, n) for n in dir(dec_linear) if not n.startswith("__")})
-    shim.solve_acdec = functools.partial(fused.solve_acdec, interpret=True)
-    shim.solve_offset = functools.partial(fused.solve_offset, interpret=True)
-    saved = e2d_linear.dec_linear
-    e2d_linear.dec_linear = shim
-    try:
-        yield
-    finally:
-        e2d_linear.dec_linear = saved
-
-
-def _recording(agent, use_fused):
-    """The agent, its info extended with the action, and with the fused solver if asked."""
+def _recording(agent):
+    """The agent with its info extended with the action."""
     def act(key, state, model):
-        with _fused_solvers_in_the_agents() if use_fused else contextlib.nullcontext():
-            action, state, info = agent.act(key, state, model)
+        action, state, info = agent.act(key, state, model)
         return action, state, Recorded(info.status, info.value, info.gap, info.iterations, action)
 
     return agent._replace(act=act, config=None)
@@ -297,11 +281,18 @@ def _recording(agent, use_fused):
 def _rollouts(env, agent_name, dtype, seeds=64, horizon=200):
     params = linear.semi_bandit(jax.random.key(0), 3, 10, dtype=dtype) if env == "exp1" else \
         zoo.end_of_optimism(dtype=dtype)
-    agent = e2d_linear.anytime_e2d() if agent_name == "anytime" else e2d_linear.fixed_horizon_e2d(horizon=horizon)
+    # The agents' budget with the saddle solver's two implementations (on CPU the kernel runs
+    # as JAX operations).
+    def agent(kernel):
+        solver = AGENT_BUDGET.replace(kernel=kernel)
+        if agent_name == "anytime":
+            return e2d_linear.anytime_e2d(solver=solver)
+        return e2d_linear.fixed_horizon_e2d(horizon=horizon, solver=solver)
+
     keys = run_keys(0, np.arange(seeds))
-    run = lambda use_fused: jax.jit(jax.vmap(lambda k: rollout(  # noqa: E731
-        k, params, _recording(agent, use_fused), horizon=horizon, record_every=1)))(keys)
-    return run(False), run(True)
+    run = lambda kernel: jax.jit(jax.vmap(lambda k: rollout(  # noqa: E731
+        k, params, _recording(agent(kernel)), horizon=horizon, record_every=1)))(keys)
+    return run("xla"), run("pallas")
 
 
 @pytest.mark.parametrize("env, agent_name", [("exp1", "anytime"), ("end_of_optimism", "anytime"), ("exp1", "fixed"),
@@ -367,7 +358,7 @@ def test_arguments_are_checked_before_tracing():
     with pytest.raises(ValueError, match="delta_f"):
         fused.solve_acdec(s, f, e, AGENT_BUDGET, gap_type="delta", interpret=True)
     with pytest.raises(ValueError, match="saddle"):
-        fused.solve_acdec(s, f, e, dec_linear.PAPER_SOLVER, interpret=True)
+        fused.solve_acdec(s, f, e, S.SOLVERS["paper"], interpret=True)
     with pytest.raises(ValueError, match="float32"):
         fused.solve_acdec(jax.tree_util.tree_map(lambda x: x.astype(jnp.float64), s), f, e, AGENT_BUDGET)
     big = ObservableSpan(jnp.zeros((17, 3)), jnp.zeros((17, 3, 3)), jnp.zeros((3, 3)), jnp.eye(3))
