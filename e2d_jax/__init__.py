@@ -33,6 +33,8 @@ from e2d_jax.envs.linear import linear_bandit as linear_bandit
 from e2d_jax.envs.linear import linear_side_observation as linear_side_observation
 from e2d_jax.envs.linear import multi_armed_bandit as multi_armed_bandit
 from e2d_jax.envs.linear import semi_bandit as semi_bandit
+from e2d_jax.sim.results import Results as Results
+from e2d_jax.sim.results import Simulation as Simulation
 from e2d_jax.sim.rollout import instance_key as instance_key
 from e2d_jax.sim.rollout import instance_keys as instance_keys
 from e2d_jax.sim.rollout import rollout as rollout
@@ -59,6 +61,6 @@ __all__ = [
     # agents
     "anytime_e2d", "fixed_horizon_e2d", "ids", "posterior_sampling", "thompson_sampling", "tune_lambda", "ucb",
     # simulation
-    "enable_compilation_cache", "hparam_grid", "instance_key", "instance_keys", "rollout", "simulate",
-    "solver_summary", "valid_seeds",
+    "Results", "Simulation", "enable_compilation_cache", "hparam_grid", "instance_key", "instance_keys", "rollout",
+    "simulate", "solver_summary", "valid_seeds",
 ]

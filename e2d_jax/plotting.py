@@ -22,7 +22,7 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from e2d_jax.sim.summaries import mean_ci95
+from e2d_jax._stats import mean_ci95
 
 #: Resolution of the PNG files.
 DPI = 200
@@ -146,6 +146,37 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
         ax.set_title(_wrap(title, 70), fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def curves_by_cell(table, curves) -> dict:
+    """``{cell label: (rounds, regret (N, R))}`` from a results table and its curves (the valid
+    runs of each cell, in the table's order)."""
+    out = {}
+    regret = curves["regret"]
+    for label in dict.fromkeys(table["cell"]):
+        rows = np.asarray((table["cell"] == label) & table["valid"])
+        out[label] = (curves["rounds"], regret[rows])
+    return out
+
+
+def regret_figure(table, curves, *, title: str | None = None, instances: int = 1) -> Figure:
+    """:func:`plot_regret` of a results table and its curves (``{"rounds", "regret"}``, rows
+    aligned with the table): every cell with its own colour and name (:func:`cell_colours`,
+    :func:`cell_names`)."""
+    names, colours = cell_names(table), cell_colours(table)
+    by_cell = {names[cell]: runs for cell, runs in curves_by_cell(table, curves).items()}
+    return plot_regret(by_cell, title=title, instances=instances,
+                       colours={names[cell]: c for cell, c in colours.items()})
+
+
+def results_figures(table, curves, *, title: str | None = None, instances: int = 1, hparams=()) -> dict:
+    """The figures of a results table: ``{"regret": ..., "final_regret": ...,
+    "regret_vs_<hp>": ... for each hyperparameter in hparams}``."""
+    figs = {"regret": regret_figure(table, curves, title=title, instances=instances),
+            "final_regret": plot_final_distribution(table, title=title)}
+    for hp in hparams:
+        figs[f"regret_vs_{hp}"] = plot_hyperparameter(table, hp, title=title)
+    return figs
 
 
 def _valid(table):

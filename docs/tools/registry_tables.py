@@ -84,7 +84,8 @@ def environments_table() -> str:
     return "\n".join(rows)
 
 
-def _python(factory, horizon: int) -> str:
+def _python(made, horizon: int) -> str:
+    factory = getattr(made, "factory", made)  # an AgentProgram's factory, or the factory itself
     fn, keywords = (factory.func, factory.keywords) if isinstance(factory, functools.partial) else (factory, {})
     shown = {HORIZON: "n", SENTINEL: "N"}
     call = f"(horizon={shown.get(keywords['horizon'], keywords['horizon'])})" if "horizon" in keywords else ""
@@ -97,11 +98,14 @@ def agent_rows(registry) -> list[tuple[str, str, str, tuple, str]]:
     rows = []
     for name, entry in registry.AGENTS.items():
         families = entry.families or registry.FAMILIES
-        request = registry.AgentRequest(name, None, HORIZON, {}, families[0])
+        # The finite family's entry where there is one: there E2D's tuning horizon stays a
+        # keyword (on linear models it becomes the number lambda_N, a cell of one program).
+        family = "finite" if "finite" in families else families[0]
+        request = registry.AgentRequest(name, None, HORIZON, {}, family)
         rows.append((name, name, _python(entry.make(request), HORIZON), families, entry.help))
         alias = registry.agent_label(name, str(SENTINEL))
         if entry.takes_param and alias != f"{name}@{SENTINEL}":
-            request = registry.AgentRequest(name, str(SENTINEL), HORIZON, {}, families[0])
+            request = registry.AgentRequest(name, str(SENTINEL), HORIZON, {}, family)
             rows.append((alias.replace(str(SENTINEL), "N"), name, _python(entry.make(request), HORIZON), families,
                          f"`{name}@N`, named as every output names it"))
     return rows

@@ -33,10 +33,10 @@ Python arguments and :func:`to_flags` translates them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -46,6 +46,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from e2d_jax import _checks as V
 from e2d_jax.dec.solvers import SOLVERS
 from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.executors import make_executor
@@ -56,6 +57,7 @@ from e2d_jax.experiments.work import INTERRUPTED, Interrupted
 from e2d_jax.paper import linear_bounds, presets, zoo
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
+from e2d_jax.sim.results import FLAGGED_WARNING
 from e2d_jax.sim.simulate import enable_compilation_cache
 from e2d_jax.types import DIVERGENCES, GAP_TYPES
 from e2d_jax.version import __version__
@@ -89,17 +91,15 @@ _COMMAND_NAMES = {
 }
 
 
-def to_flags(message: str, command: str = "run") -> str:
-    """A library error message with the Python arguments that ``command`` sets by flags
-    written as those flags (``resume=True`` -> ``--resume``, ``out: ...`` -> ``--out: ...``)."""
+def to_flags(error, command: str = "run") -> str:
+    """A library error in the command line's terms: every argument its message names that
+    ``command`` sets by a flag written as that flag (``resume=True`` -> ``--resume``,
+    ``out: ...`` -> ``--out: ...``). The library's errors carry the names as data
+    (:class:`e2d_jax._checks.ArgumentError`); any other error is its message."""
+    if not isinstance(error, V.ArgumentError):
+        return str(error)
     names = _COMMAND_NAMES.get(command, set(FLAGS))
-    for name in sorted(names, key=len, reverse=True):
-        flag = FLAGS[name]
-        message = re.sub(rf"\b{name}=True\b", flag, message)
-        message = re.sub(rf"(^|; |\(|, |and )({name})(?=(\[|:| must| I/N| takes| applies| is | has | and | do |,|\)))",
-                         rf"\1{flag}", message)
-        message = re.sub(rf"\b(another|option|options?) {name}\b", rf"\1 {flag}", message)
-    return message
+    return error.render(lambda argument, python: FLAGS[argument] if argument in names else python)
 
 
 # --------------------------------------------------------------------------------------
@@ -197,6 +197,9 @@ def _common(p, out_default=None):
                         "core this process may use with the local executor, 1 with ray, whose tasks already "
                         "spread over the cores; per-seed results are the same bits for any N)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--diagnostics", action="store_true",
+                   help="also keep every agent's per-round info at the recorded rounds (diagnostics.npz); by "
+                        "default only per-seed summaries and regret curves are stored")
     p.add_argument("--executor", choices=["local", "ray"], default="local",
                    help="where the work units run: this machine's devices, or Ray tasks (a local Ray instance "
                         "unless --address; pip install 'e2d_jax[ray]')")
@@ -233,7 +236,6 @@ def _agent_flags(p):
                         "span; the default), dim (d/t, the paper's experiments) or rank-log (r(1+log t)/t)")
 
 
-AGENT_OPTIONS = ("solver", "solver_iters", "divergence", "gap_type", "eps2_schedule")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -283,8 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--instances", type=_positive_int("--instances"), default=None,
                      help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
                           "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family)")
-    rep.add_argument("--solver", choices=["saddle", "paper"], default=None,
-                     help="E2D's DEC solver (default saddle: exact; paper: 100 FW steps on a 50-point grid)")
+    rep.add_argument("--solver", choices=list(presets.REPRODUCE_SOLVERS), default=None,
+                     help="E2D's DEC solver, exp1/exp2/all only (default tracking: the agents' own; paper: 100 "
+                          "Frank-Wolfe steps on a 50-point grid)")
     rep.add_argument("--families", default=None,
                      help=f"zoo only: comma-separated families to run (default: all of {', '.join(zoo.FAMILIES)})")
     _common(rep, out_default=f"{RUNS}/reproduce")
@@ -304,24 +307,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_spec(args) -> SweepSpec:
-    options = {k: getattr(args, k) for k in AGENT_OPTIONS if getattr(args, k) is not None}
+    options = {k: getattr(args, k) for k in registry.AGENT_OPTIONS if getattr(args, k, None) is not None}
     if args.arms is not None and args.arms < 2:
-        raise ValueError(f"arms must be >= 2, got {args.arms}")
+        raise V.ArgumentError("arms", f"{V.name('arms')} must be >= 2, got {args.arms}")
     if args.models is not None and args.models < 2:
-        raise ValueError(f"models must be >= 2, got {args.models}")
+        raise V.ArgumentError("models", f"{V.name('models')} must be >= 2, got {args.models}")
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
-        raise ValueError("agents: give at least one agent")
+        raise V.ArgumentError("agents", "give at least one agent")
     parsed = [registry.parse_agent(a) for a in names]
     for key in options:
         readers = [n for n, _ in parsed if key in (registry.resolve_agent(n).options or ())]
         if not readers and all(registry.resolve_agent(n).options is not None for n, _ in parsed):
             allowed = sorted(n for n, e in registry.AGENTS.items() if key in (e.options or ()))
-            raise ValueError(f"option {key} applies to {', '.join(allowed)} only; none of agents "
+            raise V.ArgumentError(key, f"option {V.name(key)} applies to {', '.join(allowed)} only; none of "
+                                  f"{V.name('agents')} "
                              f"{args.agents} reads it")
     labels = [registry.agent_label(n, p) for n, p in parsed]
     if len(set(labels)) != len(labels):
-        raise ValueError(f"agents: an agent is listed twice: {args.agents!r}")
+        raise V.ArgumentError("agents", f"an agent is listed twice: {args.agents!r}")
     agents = []
     for (name, param), label in zip(parsed, labels):
         entry = registry.resolve_agent(name)
@@ -372,12 +376,14 @@ RATE_HEADER = "seed-rounds/s (per agent)"
 
 
 def _report(summary: dict, out: Path) -> int:
-    """Prints the summary table; returns 3 if a cell has invalid seeds."""
+    """Prints the summary table (and a warning line per agent whose solver flagged more than
+    ``FLAGGED_WARNING`` of its rounds); returns 3 if a cell has invalid seeds."""
     conv = summary.get("conventions")
     print(f"\n{summary['name']}" + (f" ({conv} conventions)" if conv else "") + f" -> {out}")
     cells = summary["agents"]
     width = max(max(len(k) for k in cells), 4)
     multi = any(c["instances"] > 1 for c in cells.values())
+    solver = any((c.get("solver") or {}).get("rel_gap_p50") is not None for c in cells.values())
     rows = []
     for label, c in cells.items():
         count = f"{c['seeds_per_instance']}" + (f" x {c['instances']}" if c["instances"] > 1 else "")
@@ -386,11 +392,13 @@ def _report(summary: dict, out: Path) -> int:
     head = f"  {'cell':{width}s}  {'final regret':>12s}  {'95% CI':>20s}  {'seeds':>{seeds_width}s}"
     if multi:
         head += f"  {'median over inst.':>17s}  {'IQR over instances':>20s}"
+    if solver:
+        head += f"  {'flagged':>7s}  {'rel. gap p50/p90':>17s}"
     print(head + f"  {RATE_HEADER}")
     seen = set()
     for label, c, count in rows:
         lo, hi = c["final_regret_ci95"]
-        rate = c.get("seed_rounds_per_second_this_call") or c.get("seed_rounds_per_second") or 0
+        rate = c.get("seed_rounds_per_second") or 0
         # An agent's cells run in one compiled call: its rate is printed once, on its first cell.
         rate_text = "" if c["agent"] in seen else f"{rate:,.0f}"
         seen.add(c["agent"])
@@ -398,12 +406,24 @@ def _report(summary: dict, out: Path) -> int:
                 f"{count:>{seeds_width}s}")
         if multi:
             line += f"  {_number(c['over_instances']['median'], 17)}  {_interval(*c['over_instances']['iqr'])}"
+        if solver:
+            st = c.get("solver") or {}
+            gaps = (f"{st['rel_gap_p50']:.0e} / {st['rel_gap_p90']:.0e}"
+                    if st.get("rel_gap_p50") is not None and st.get("rel_gap_p90") is not None else "-")
+            line += f"  {_percent(st.get('flagged_fraction'), 7)}  {gaps:>17s}"
         print((line + f"  {rate_text:>{len(RATE_HEADER)}s}").rstrip())
     if multi:
         print("  (final regret and CI pooled over seeds x instances; median and IQR over the instances' means)")
+    if solver:
+        print("  (flagged: rounds whose certified relative gap exceeded the agent's solver tolerance; rel. gap: "
+              "certified gap / value over all rounds)")
     if len(seen) < len(cells):
-        print("  (seed-rounds/s per agent: the cells of an agent's grid run in one compiled call; the rate on its "
-              "first cell counts the seed-rounds of all of them)")
+        print("  (seed-rounds/s per agent: the cells of an agent's grid, and agents that differ only in numbers, "
+              "run in one compiled call; the rate counts the seed-rounds of all of them)")
+    for agent, fraction in _flagged(cells).items():
+        print(f"e2d-jax: warning: {agent}: {fraction:.0%} of the rounds are flagged (certified gap above the "
+              "solver's tolerance); a larger budget (--solver-iters) certifies more of them", file=sys.stderr,
+              flush=True)
     message = invalid_seeds_message(cells)
     if message:
         print(message + " Exit status 3.", file=sys.stderr, flush=True)
@@ -411,11 +431,28 @@ def _report(summary: dict, out: Path) -> int:
     return 0
 
 
+def _flagged(cells: dict) -> dict:
+    """``{agent: flagged fraction}`` of the agents whose solver flagged more than
+    ``FLAGGED_WARNING`` of their rounds (over all their cells)."""
+    by_agent: dict = {}
+    for c in cells.values():
+        fraction = (c.get("solver") or {}).get("flagged_fraction")
+        if fraction is not None:
+            by_agent.setdefault(c["agent"], []).append(fraction)
+    return {a: float(np.mean(f)) for a, f in by_agent.items() if np.mean(f) > FLAGGED_WARNING}
+
+
+def _percent(x, width: int) -> str:
+    return f"{'-' if x is None else f'{100 * x:.1f}%':>{width}s}"
+
+
 def _executor(args):
     return make_executor(args.executor, address=args.address, workers=args.workers, gpus_per_task=args.gpus_per_task)
 
 
 def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
+    if args.diagnostics and not spec.diagnostics:
+        spec = dataclasses.replace(spec, diagnostics=True)
     summary = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite,
                         progress=False if args.quiet else None, executor=executor or _executor(args), part=args.part)
     if not summary.get("complete", True):
@@ -429,34 +466,15 @@ def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
 
 
 def _reproduce_specs(args) -> list:
-    if args.experiment == "zoo":
-        if args.conventions != "implementation" or args.solver is not None:
-            raise ValueError("conventions and solver do not apply to reproduce zoo (every agent at its defaults)")
-        families = None
-        if args.families is not None:
-            families = [f.strip() for f in args.families.split(",") if f.strip()]
-            unknown = [f for f in families if f not in zoo.FAMILIES]
-            if unknown or not families:
-                raise ValueError(f"families must be a comma-separated list of {', '.join(zoo.FAMILIES)}; "
-                                 f"got {args.families!r}")
-        return zoo.specs(instances=args.instances or zoo.INSTANCES, seeds=args.seeds or zoo.SEEDS,
-                         families=families)
+    families = None
     if args.families is not None:
-        raise ValueError(f"families applies to reproduce zoo only, not to reproduce {args.experiment}")
-    if args.experiment in ("sensitivity", "candidates"):
-        if args.conventions != "implementation" or args.solver is not None:
-            raise ValueError(f"conventions and solver do not apply to reproduce {args.experiment} (the sweep "
-                             "measures both conventions and both solvers itself)")
-        if args.experiment == "sensitivity":
-            return [presets.sensitivity(name, seeds=args.seeds, instances=args.instances or 20)
-                    for name in ("exp1", "exp2")]
-        specs = [presets.exp2_candidates(env, seeds=args.seeds or 20, instances=args.instances or 100)
-                 for env in presets.DISTRIBUTIONS]
-        return specs + [presets.exp2_solver(env, seeds=args.seeds or 20, instances=min(args.instances or 20, 20))
-                        for env in presets.DISTRIBUTIONS]
-    names = ["exp1", "exp2"] if args.experiment == "all" else [args.experiment]
-    return [presets.experiment_spec(name, seeds=args.seeds or 100, conventions=args.conventions,
-                                    instances=args.instances or 1, solver=args.solver) for name in names]
+        families = [f.strip() for f in args.families.split(",") if f.strip()]
+        unknown = [f for f in families if f not in zoo.FAMILIES]
+        if unknown or not families:
+            raise V.ArgumentError("families", f"{V.name('families')} must be a comma-separated list of {', '.join(zoo.FAMILIES)}; "
+                             f"got {args.families!r}")
+    return presets.reproduce_specs(args.experiment, seeds=args.seeds, instances=args.instances,
+                                   conventions=args.conventions, solver=args.solver, families=families)
 
 
 def _figure1(base: Path, conventions: str) -> None:
@@ -475,7 +493,8 @@ def _sensitivity_figure(base: Path) -> None:
 
 def _linear_bounds(args, base: Path) -> int:
     if args.seeds or args.solver or args.conventions != "implementation":
-        raise ValueError("seeds, solver and conventions do not apply to reproduce linear-bounds")
+        raise V.ArgumentError(None, f"{V.name('seeds')}, {V.name('solver')} and {V.name('conventions')} do not apply to "
+                               "reproduce linear-bounds")
     jax.config.update("jax_enable_x64", True)
     base.mkdir(parents=True, exist_ok=True)
     tables = linear_bounds.report(args.instances or 100)
@@ -553,7 +572,7 @@ def _main(argv) -> int:
         print(_INTERRUPTED, file=sys.stderr, flush=True)
         return 130
     except (SweepError, ValueError) as err:
-        parser.exit(2, f"{parser.prog}: error: {to_flags(str(err), args.command)}\n")
+        parser.exit(2, f"{parser.prog}: error: {to_flags(err, args.command)}\n")
     except OSError as err:
         where = f" {err.filename}" if getattr(err, "filename", None) else ""
         if err.errno == errno.ENOSPC:

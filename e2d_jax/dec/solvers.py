@@ -89,7 +89,7 @@ class Solver:
         if (family, program) in self.SUPPORTS:
             reason = (f" with gap_type={gap_type!r} (it solves gap types {', '.join(self.SUPPORTS[(family, program)])}"
                       + ("; the exact form is convex only for Delta_f" if isinstance(self, Saddle) else "") + ")")
-        raise ValueError(f"solver: {type(self).__name__} does not solve {what} of {family} models{reason}; "
+        raise V.ArgumentError("solver", f"{V.name('solver')}: {type(self).__name__} does not solve {what} of {family} models{reason}; "
                          f"solvers that do: {', '.join(fits) or 'none'}")
 
     def solve(self, problem, carry=None):
@@ -109,7 +109,7 @@ class Solver:
         fields = {f.name for f in dataclasses.fields(self)}
         unknown = sorted(set(changes) - fields)
         if unknown:
-            raise ValueError(f"solver: {type(self).__name__} has no option {', '.join(unknown)} "
+            raise V.ArgumentError("solver", f"{V.name('solver')}: {type(self).__name__} has no option {', '.join(unknown)} "
                              f"(its options: {', '.join(sorted(fields))})")
         return dataclasses.replace(self, **changes)
 
@@ -297,15 +297,15 @@ def resolve(solver, family: str | None = None, program: str | None = None, gap_t
     and ``program`` are given. Errors are ValueErrors naming ``solver``."""
     if solver is None:
         if family is None or program is None:
-            raise ValueError("solver: a solver value or name is needed (no problem to choose a default for)")
+            raise V.ArgumentError("solver", f"{V.name('solver')}: a solver value or name is needed (no problem to choose a default for)")
         solver = default_solver(family, program, gap_type)
     elif isinstance(solver, str):
         if solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {', '.join(SOLVERS)} or a solver value "
+            raise V.ArgumentError("solver", f"{V.name('solver')} must be one of {', '.join(SOLVERS)} or a solver value "
                              f"(e2d_jax.dec.solvers), got {solver!r}")
         solver = SOLVERS[solver]
     elif not isinstance(solver, Solver):
-        raise ValueError(f"solver must be a name ({', '.join(SOLVERS)}) or a solver value of e2d_jax.dec.solvers "
+        raise V.ArgumentError("solver", f"{V.name('solver')} must be a name ({', '.join(SOLVERS)}) or a solver value of e2d_jax.dec.solvers "
                          f"(e.g. Saddle(maxiter=100)), got {type(solver).__name__}")
     if options:
         solver = solver.replace(**options)

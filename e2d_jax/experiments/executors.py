@@ -1,7 +1,7 @@
 """Where a sweep's work units run: this machine (``local``) or a Ray cluster (``ray``), and
 which of them (``part``).
 
-Every executor runs the same units (:func:`e2d_jax.experiments.spec.units`: one fixed chunk
+Every executor runs the same units (:func:`e2d_jax.experiments.spec.plan`: one fixed chunk
 layout per sweep) with the same jitted code (:func:`e2d_jax.experiments.work.run_units`) and writes the same atomic
 chunk files into one output directory, so results are identical bit for bit whichever
 executor, worker count or part ran a unit, and any of them can
@@ -10,7 +10,7 @@ resume what another started.
 ``local`` (default): the units run in this process on ``jax.devices()`` (the seed axis is
 sharded over them: GPUs, or forced host devices on CPU).
 
-``ray``: the units are grouped into Ray tasks (one agent's units per task, at most
+``ray``: the units are grouped into Ray tasks (one program's units per task, at most
 ``units_per_task`` of them), each scheduled on any node with the resources it asks for
 (``num_cpus``, ``num_gpus``), where it runs on that node's devices. Ray retries a task whose
 worker dies (``max_retries``); a retried task skips the chunks its first attempt already
@@ -54,9 +54,9 @@ def parse_part(text) -> tuple[int, int] | None:
         try:
             i, n = (int(x) for x in str(text).split("/"))
         except ValueError:
-            raise ValueError(f"part must be I/N (e.g. 2/8: the second of eight parts), got {text!r}") from None
+            raise V.ArgumentError("part", f"{V.name('part')} must be I/N (e.g. 2/8: the second of eight parts), got {text!r}") from None
     if n < 1 or not 1 <= i <= n:
-        raise ValueError(f"part I/N needs 1 <= I <= N, got {i}/{n}")
+        raise V.ArgumentError("part", f"{V.name('part')} I/N needs 1 <= I <= N, got {i}/{n}")
     return int(i), int(n)
 
 
@@ -84,11 +84,11 @@ def _probe(address: str, timeout: float) -> None:
         return
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
-        raise SweepError(f"address must be HOST:PORT of a Ray head (e.g. 10.0.0.1:6379) or 'auto', got {address!r}")
+        raise SweepError(f"{V.name('address')} must be HOST:PORT of a Ray head (e.g. 10.0.0.1:6379) or 'auto', got {address!r}")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as err:
-        raise SweepError(f"address: no Ray head answers at {address} within {timeout:.0f} s ({err}); start one "
+        raise SweepError(f"{V.name('address')}: no Ray head answers at {address} within {timeout:.0f} s ({err}); start one "
                          "with Ray's command line (ray start), or give no address for a local Ray instance") from None
 
 
@@ -101,7 +101,7 @@ class RayExecutor:
         machine's cores); on a cluster Ray decides from the nodes' resources.
       cpus_per_task: the resources each task asks for.
       gpus_per_task: see ``cpus_per_task``.
-      units_per_task: at most this many units per task (default: an agent's units spread over
+      units_per_task: at most this many units per task (default: a program's units spread over
         ``workers`` tasks).
       max_retries: how often Ray reruns a task whose worker died.
       timeout: seconds to wait for the head to answer and for the cluster to offer one task's
@@ -131,7 +131,7 @@ class RayExecutor:
         try:
             import ray
         except ImportError:
-            raise SweepError("executor 'ray' needs Ray: pip install 'e2d_jax[ray]'") from None
+            raise SweepError(f"{V.name('executor')} 'ray' needs Ray: pip install 'e2d_jax[ray]'") from None
         if ray.is_initialized():
             return ray
         env_vars = {k: os.environ[k] for k in ("XLA_FLAGS", "E2D_JAX_CACHE_DIR", "JAX_PLATFORMS") if k in os.environ}
@@ -162,12 +162,12 @@ class RayExecutor:
 
     # -- tasks ------------------------------------------------------------------------
     def _groups(self, todo: list) -> list:
-        by_agent: dict = {}
+        by_program: dict = {}
         for u in todo:
-            by_agent.setdefault(u.agent.label, []).append(u)
+            by_program.setdefault(u.program.label, []).append(u)
         size = self.units_per_task
         groups = []
-        for units_ in by_agent.values():
+        for units_ in by_program.values():
             per = size or max(1, math.ceil(len(units_) / (self.workers or os.cpu_count() or 1)))
             groups.extend(units_[i:i + per] for i in range(0, len(units_), per))
         return groups
@@ -220,7 +220,7 @@ def _ray_task(spec_dict: dict, out: str, digest: str, code: str, block: int, x64
         enable_compilation_cache(cache)
     wanted = set(uids)
     todo = [u for u in units(spec, block) if u.uid in wanted  # the driver's layout
-            and storage.read_chunk(Path(out), u.uid, unit_digest(digest, u)) is None]
+            and not storage.chunk_done(Path(out), u.uid, unit_digest(digest, u))]
     seconds = run_units(spec, Path(out), digest, todo, progress=False)
     return {"host": socket.gethostname(), "ran": [u.uid for u in todo], "seconds": seconds}
 
@@ -230,8 +230,9 @@ def make_executor(name: str = "local", **options):
     if name == "local":
         unknown = {k for k, v in options.items() if v not in (None, 0, False)}
         if unknown:
-            raise ValueError(f"{', '.join(sorted(unknown))}: only for the ray executor, not local")
+            raise V.ArgumentError(sorted(unknown)[0], f"{', '.join(V.name(u) for u in sorted(unknown))}: only for the "
+                                                      f"ray {V.name('executor')}, not local")
         return LocalExecutor()
     if name == "ray":
         return RayExecutor(**{k: v for k, v in options.items() if v is not None})
-    raise ValueError(f"executor must be one of {EXECUTORS}, got {name!r}")
+    raise V.ArgumentError("executor", f"{V.name('executor')} must be one of {EXECUTORS}, got {name!r}")

@@ -9,20 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from e2d_jax import plotting
 from e2d_jax.experiments import storage
-
-
-def curves_by_cell(table, curves) -> dict:
-    """``{cell label: (rounds, regret (N, R))}`` from a results table and its curves (valid runs)."""
-    out = {}
-    regret = curves["regret"]
-    for label in dict.fromkeys(table["cell"]):
-        rows = np.asarray((table["cell"] == label) & table["valid"])
-        out[label] = (curves["rounds"], regret[rows])
-    return out
 
 
 def title_of(summary: dict) -> str:
@@ -43,17 +31,9 @@ def figures(out) -> dict:
     a valid seed is named in the figures ("no valid seeds") instead of being drawn."""
     out = Path(out)
     summary = json.loads((out / storage.SUMMARY).read_text())
-    table = storage.read_table(out)
-    title = title_of(summary)
-    instances = len(summary["config"].get("instance_seeds", [0]))
-    names, colours = plotting.cell_names(table), plotting.cell_colours(table)
-    curves = {names[cell]: runs for cell, runs in curves_by_cell(table, storage.read_curves(out)).items()}
-    figs = {"regret": plotting.plot_regret(curves, title=title, instances=instances,
-                                           colours={names[cell]: c for cell, c in colours.items()}),
-            "final_regret": plotting.plot_final_distribution(table, title=title)}
-    for hp in sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]}):
-        figs[f"regret_vs_{hp}"] = plotting.plot_hyperparameter(table, hp, title=title)
-    return figs
+    hparams = sorted({k for c in summary["agents"].values() for k in c["hyperparameters"]})
+    return plotting.results_figures(storage.read_table(out), storage.read_curves(out), title=title_of(summary),
+                                    instances=len(summary["config"].get("instance_seeds", [0])), hparams=hparams)
 
 
 def draw(out) -> list:

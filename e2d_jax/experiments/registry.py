@@ -36,10 +36,11 @@ import inspect
 import os
 import re
 import sys
-from typing import Callable
+from typing import Any, Callable
 
 import jax
 
+from e2d_jax import _checks as V
 from e2d_jax.agents import e2d_finite, e2d_linear
 from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
 from e2d_jax.agents.ids import ids
@@ -100,7 +101,7 @@ def register_env(name: str, builder: Callable | None = None, *, family: str | No
     if builder is None:
         return lambda fn: register_env(name, fn, family=family, help=help)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ValueError(f"name must be letters, digits and - . _, got {name!r}")
+        raise V.ArgumentError("name", f"{V.name('name')} must be letters, digits and - . _, got {name!r}")
     if not callable(builder):
         raise ValueError(f"builder must be callable (key, **options) -> params, got {type(builder).__name__}")
     if family is not None and family not in FAMILIES:
@@ -112,23 +113,25 @@ def register_env(name: str, builder: Callable | None = None, *, family: str | No
 def load_attribute(text: str, what: str):
     """``module:attribute`` imported from the working directory (a ValueError naming ``what``
     with the reason when the module or attribute is missing)."""
+    arg = what.split("[", 1)[0]
+    where = f"{V.name(arg)}{what[len(arg):]}"
     module, _, attr = text.partition(":")
     if not module or not attr:
-        raise ValueError(f"{what}: {text!r} is not module:attribute")
+        raise V.ArgumentError(arg, f"{where}: {text!r} is not module:attribute")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
         mod = importlib.import_module(module)
     except ImportError as err:
-        raise ValueError(f"{what}: cannot import module {module!r} from {cwd} ({err})") from None
+        raise V.ArgumentError(arg, f"{where}: cannot import module {module!r} from {cwd} ({err})") from None
     obj = mod
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"{what}: module {module!r} has no attribute {attr!r}")
+            raise V.ArgumentError(arg, f"{where}: module {module!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
     if not callable(obj):
-        raise ValueError(f"{what}: {text} is a {type(obj).__name__}, not a function")
+        raise V.ArgumentError(arg, f"{where}: {text} is a {type(obj).__name__}, not a function")
     return obj
 
 
@@ -137,7 +140,7 @@ def resolve_env(name: str) -> RegisteredEnv:
     if ":" in name:
         return RegisteredEnv(name, load_attribute(name, "env"), None, f"instance builder {name}")
     if name not in ENVIRONMENTS:
-        raise ValueError(f"env: unknown environment {name!r} (choose from {', '.join(sorted(ENVIRONMENTS))}, or "
+        raise V.ArgumentError("env", f"{V.name('env')}: unknown environment {name!r} (choose from {', '.join(sorted(ENVIRONMENTS))}, or "
                          "give module:attribute of an instance builder of your own)")
     return ENVIRONMENTS[name]
 
@@ -153,18 +156,19 @@ def env_options(entry: RegisteredEnv, options: dict, dtype: str | None) -> dict:
         unknown = sorted(set(opts) - set(accepted))
         if unknown:
             valid = ", ".join(a for a in accepted if a != "dtype") or "none"
-            raise ValueError(f"env: {entry.name} takes no option {', '.join(unknown)} (its options: {valid})")
+            raise V.ArgumentError(unknown[0], f"{V.name('env')}: {entry.name} takes no option "
+                                              f"{', '.join(V.name(u) for u in unknown)} (its options: {valid})")
     return opts
 
 
 def _check_built(entry: RegisteredEnv, params):
     family = params_family(params)
     if family is None:
-        raise ValueError(f"env: {entry.name} returned a {type(params).__name__}; an instance builder must return "
+        raise V.ArgumentError("env", f"{V.name('env')}: {entry.name} returned a {type(params).__name__}; an instance builder must return "
                          "LinearEnvParams or FiniteEnvParams, as the library's builders do (e.g. "
                          "e2d_jax.envs.linear.linear_side_observation or e2d_jax.envs.finite.finite_class)")
     if entry.family is not None and family != entry.family:
-        raise ValueError(f"env: {entry.name} is registered as {entry.family} but built a {family} instance")
+        raise V.ArgumentError("env", f"{V.name('env')}: {entry.name} is registered as {entry.family} but built a {family} instance")
     return family
 
 
@@ -177,7 +181,7 @@ def build_instances(name: str, instance_seeds, options: dict | None = None, dtyp
     try:
         params = jax.vmap(lambda k: entry.builder(k, **opts))(keys)
     except TypeError as err:
-        raise ValueError(f"env: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
+        raise V.ArgumentError("env", f"{V.name('env')}: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
     family = _check_built(entry, params)
     return environment_of(params), params, family
 
@@ -189,7 +193,7 @@ def build_instance(name: str, instance_seed: int = 0, options: dict | None = Non
     try:
         params = entry.builder(instance_key(instance_seed), **opts)
     except TypeError as err:
-        raise ValueError(f"env: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
+        raise V.ArgumentError("env", f"{V.name('env')}: calling {entry.name}(key, {', '.join(f'{k}=...' for k in opts)}) failed: {err}") from None
     family = _check_built(entry, params)
     return environment_of(params), params, family
 
@@ -239,19 +243,56 @@ class RegisteredAgent:
 AGENTS: dict[str, RegisteredAgent] = {}
 
 
+@dataclasses.dataclass(frozen=True)
+class AgentProgram:
+    """What an agent entry compiles to: ``factory(**numbers) -> Agent`` with numeric
+    hyperparameters that may be traced, and the numbers this entry fixes.
+
+    Entries whose ``key`` is equal differ only in numbers, so a sweep runs them as cells of
+    one compiled program (:func:`e2d_jax.experiments.spec.plan`): E2D tuned for several
+    horizons is one program with one lambda per cell.
+
+    Attributes:
+      key: identifies the compiled program (the agent, the family and its static options).
+      factory: ``factory(**hyperparameters) -> Agent``.
+      numbers: sorted ``(name, value)`` pairs the entry fixes (e.g. E2D's tuned ``lam``).
+      defaults: sorted ``(name, value)`` pairs: the factory's default value of each numeric
+        hyperparameter (what a merged cell takes for a name the entry does not set).
+    """
+
+    key: Any
+    factory: Callable[..., Agent]
+    numbers: tuple = ()
+    defaults: tuple = ()
+
+    def bound(self) -> Callable[..., Agent]:
+        """The factory with this entry's numbers given: ``bound()(**grid cell) -> Agent``."""
+        return functools.partial(self.factory, **dict(self.numbers)) if self.numbers else self.factory
+
+
+def _numeric_defaults(fn) -> tuple:
+    """Sorted ``(name, value)`` pairs of a function's keyword arguments with a number as default."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    return tuple(sorted((p.name, float(p.default)) for p in params
+                        if isinstance(p.default, (int, float)) and not isinstance(p.default, bool)))
+
+
 def _user_agent(name: str, factory: Callable, help: str = "") -> RegisteredAgent:
     accepted = _factory_keywords(factory)
 
     def make(request: AgentRequest):
         if request.param is not None:
-            raise ValueError(f"agents: {name} takes no '@' parameter, got {request.label!r}")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: {name} takes no '@' parameter, got {request.label!r}")
         kwargs = dict(request.options)
         if accepted is not None and "horizon" in accepted:
             kwargs.setdefault("horizon", request.horizon)
         if accepted is not None:
             unknown = sorted(set(kwargs) - set(accepted))
             if unknown:
-                raise ValueError(f"agents[{name}]: the factory takes no option {', '.join(unknown)} (its arguments: "
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{name}]: the factory takes no option {', '.join(unknown)} (its arguments: "
                                  f"{', '.join(accepted) or 'none'})")
         return functools.partial(factory, **kwargs) if kwargs else factory
 
@@ -284,7 +325,7 @@ def register_agent(name: str, factory: Callable | None = None, *, help: str = ""
     if factory is None:
         return lambda fn: register_agent(name, fn, help=help)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-        raise ValueError(f"name must be letters, digits and - . _, got {name!r}")
+        raise V.ArgumentError("name", f"{V.name('name')} must be letters, digits and - . _, got {name!r}")
     if not callable(factory):
         raise ValueError(f"factory must be callable (**kwargs) -> Agent, got {type(factory).__name__}")
     AGENTS[name] = _user_agent(name, factory, help)
@@ -313,7 +354,7 @@ def parse_agent(text: str) -> tuple[str, str | None]:
         text = "e2d@" + text[len("e2d-n"):]
     name, _, param = text.partition("@")
     if name not in AGENTS:
-        raise ValueError(f"agents: unknown agent {name!r} (choose from {', '.join(sorted(AGENTS))}, or give "
+        raise V.ArgumentError("agents", f"{V.name('agents')}: unknown agent {name!r} (choose from {', '.join(sorted(AGENTS))}, or give "
                          "module:attribute of an agent factory of your own)")
     return name, param or None
 
@@ -324,34 +365,58 @@ def resolve_agent(name: str) -> RegisteredAgent:
     return AGENTS[name]
 
 
-def agent_factory(text: str, *, horizon: int, options: dict | None = None, family: str) -> Callable[..., Agent]:
-    """The factory ``factory(**hyperparameters) -> Agent`` of agent ``text`` with static
-    ``options``, for a sweep of ``horizon`` rounds on an environment of ``family``."""
+def agent_program(text: str, *, horizon: int, options: dict | None = None, family: str) -> AgentProgram:
+    """The :class:`AgentProgram` of agent ``text`` with ``options`` (static options, and numeric
+    hyperparameters fixed for this entry), for a sweep of ``horizon`` rounds on an environment
+    of ``family``."""
     name, param = parse_agent(text)
     entry = resolve_agent(name)
-    request = AgentRequest(name, param, horizon, dict(options or {}), family)
+    options = dict(options or {})
     if entry.families is not None and family not in entry.families:
-        raise ValueError(f"agents: {entry.name} does not run on {family} models (it runs on "
+        raise V.ArgumentError("agents", f"{V.name('agents')}: {entry.name} does not run on {family} models (it runs on "
                          f"{', '.join(entry.families)})")
-    check_options(text, request.options)
+    check_options(text, options)
     if param is not None and not entry.takes_param:
-        raise ValueError(f"agents: {entry.name} takes no '@' parameter, got {request.label!r}")
-    return entry.make(request)
+        raise V.ArgumentError("agents", f"{V.name('agents')}: {entry.name} takes no '@' parameter, got {agent_label(name, param)!r}")
+    numeric = set(hyperparameters(text, family) or ()) if ":" not in name else set()
+    numbers = {k: float(v) for k, v in options.items() if k in numeric}
+    static = {k: v for k, v in options.items() if k not in numeric}
+    made = entry.make(AgentRequest(name, param, horizon, static, family))
+    if not isinstance(made, AgentProgram):
+        key = (entry.name, param if ":" not in name else name, family, tuple(sorted(static.items())))
+        made = AgentProgram(key=key, factory=made, defaults=_numeric_defaults(made))
+    clash = sorted(set(numbers) & {k for k, _ in made.numbers})
+    if clash:
+        raise V.ArgumentError("agents", f"{V.name('agents')}[{agent_label(name, param)}]: {', '.join(clash)} is set by the agent itself "
+                         f"({dict(made.numbers)}); vary it with a multiplier instead")
+    return dataclasses.replace(made, numbers=tuple(sorted({**dict(made.numbers), **numbers}.items())))
+
+
+def agent_factory(text: str, *, horizon: int, options: dict | None = None, family: str) -> Callable[..., Agent]:
+    """The factory ``factory(**hyperparameters) -> Agent`` of agent ``text`` with ``options``,
+    for a sweep of ``horizon`` rounds on an environment of ``family``
+    (:meth:`AgentProgram.bound` of :func:`agent_program`)."""
+    return agent_program(text, horizon=horizon, options=options, family=family).bound()
 
 
 def check_options(text: str, options: dict) -> None:
-    """Refuses (ValueError) a static option that a registered agent does not read, listing the
-    ones it does (agents given as module:attribute are checked when their factory is called)."""
+    """Refuses (ValueError) an option that a registered agent does not read, listing the ones it
+    does: its static options and its numeric hyperparameters (a fixed value; a grid varies
+    them). Agents given as module:attribute are checked when their factory is called."""
     name, param = parse_agent(text)
     if ":" in name:
         return
     entry = AGENTS[name]
     if entry.options is not None:
-        unknown = sorted(set(options) - set(entry.options))
+        numeric = {k for (n, _), names in _HYPERPARAMETERS.items() if n == name for k in names}
+        unknown = sorted(set(options) - set(entry.options) - numeric)
         if unknown:
-            valid = ", ".join(entry.options) or "none"
-            raise ValueError(f"agents[{agent_label(name, param)}]: unknown option {', '.join(unknown)} (valid: {valid}; "
-                             "numeric hyperparameters go in the grid)")
+            valid = ", ".join(list(entry.options) + sorted(numeric)) or "none"
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{agent_label(name, param)}]: unknown option {', '.join(unknown)} (valid: {valid})")
+        for key in sorted(set(options) & numeric):
+            value = options[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{agent_label(name, param)}]: {key} must be a number, got {value!r}")
 
 
 def hyperparameters(text: str, family: str) -> tuple[str, ...] | None:
@@ -446,10 +511,26 @@ register_env("dynamic-pricing", lambda key, arms=4, levels=4, dtype=None: zoo.dy
 
 # --- the library's agents ------------------------------------------------------------------
 
-#: Static options of the E2D agents (strings and integers; numeric hyperparameters go in grids).
-E2D_OPTIONS = ("solver", "solver_iters", "divergence", "gap_type", "eps2_schedule")
-_FAMILY_OPTIONS = {"solver": ("linear", "finite"), "solver_iters": ("linear", "finite"), "divergence": ("linear",),
-                   "gap_type": ("linear", "finite"), "eps2_schedule": ("linear",)}
+def _static_options(builders: dict) -> dict:
+    """``{option: families}``: the static options of an agent whose implementation per family is
+    ``builders`` (``{family: builder}``), read from the builders' signatures: the keyword
+    arguments whose default is a string, and ``solver`` (numeric hyperparameters go in grids)."""
+    out: dict = {}
+    for family, build in builders.items():
+        for p in inspect.signature(build).parameters.values():
+            if p.kind == p.KEYWORD_ONLY and (isinstance(p.default, str) or p.name == "solver"):
+                out.setdefault(p.name, []).append(family)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+_E2D_BUILDERS = {
+    "anytime-e2d": {"linear": e2d_linear.anytime_e2d, "finite": e2d_finite.anytime_e2d},
+    "e2d": {"linear": e2d_linear.fixed_horizon_e2d, "finite": e2d_finite.fixed_horizon_e2d},
+}
+#: ``{agent: {option: families}}``: the E2D agents' static options, from their builders'
+#: signatures, and ``solver_iters`` (the solver's iteration budget) wherever ``solver`` is.
+E2D_OPTIONS = {name: {**opts, "solver_iters": opts["solver"]}
+               for name, opts in ((n, _static_options(b)) for n, b in _E2D_BUILDERS.items())}
 
 _HYPERPARAMETERS = {
     ("anytime-e2d", "linear"): ("eps2_scale", "reg"), ("anytime-e2d", "finite"): ("eps2_scale", "eta"),
@@ -467,7 +548,7 @@ def agent_solver(name: str | None, iters: int | None, default: S.Solver) -> S.So
     solver = default if name is None else S.resolve(name)
     if iters is not None:
         if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
-            raise ValueError(f"solver_iters must be an integer >= 1, got {iters!r}")
+            raise V.ArgumentError("solver_iters", f"{V.name('solver_iters')} must be an integer >= 1, got {iters!r}")
         if isinstance(solver, S.LambdaSearch):
             inner = solver.inner if solver.inner is not None else S.SOLVERS["saddle"]
             solver = solver.replace(inner=inner.replace(maxiter=iters))
@@ -480,26 +561,23 @@ def agent_solver(name: str | None, iters: int | None, default: S.Solver) -> S.So
 
 
 def _e2d_kwargs(request: AgentRequest, default_solver: S.Solver | None) -> dict:
-    opts = request.options
-    for key, value in opts.items():
-        if request.family not in _FAMILY_OPTIONS[key]:
-            raise ValueError(f"agents[{request.label}]: option {key} applies to "
-                             f"{' and '.join(_FAMILY_OPTIONS[key])} models only; the environment is a "
-                             f"{request.family} model class")
+    """The builder's keyword arguments from an E2D entry's static options (checked for the
+    family; their values are checked by the builder)."""
+    families = E2D_OPTIONS[request.name]
     kwargs = {}
-    if "gap_type" in opts:
-        if opts["gap_type"] not in GAP_TYPES:
-            raise ValueError(f"agents[{request.label}]: gap_type must be one of {GAP_TYPES}, got {opts['gap_type']!r}")
-        kwargs["gap_type"] = opts["gap_type"]
-    if "solver" in opts or "solver_iters" in opts:
-        if default_solver is None and opts.get("solver") is None:
-            raise ValueError(f"agents[{request.label}]: solver_iters needs a solver on {request.family} models")
-        kwargs["solver"] = agent_solver(opts.get("solver"), opts.get("solver_iters"), default_solver)
-    if request.family == "linear" and "divergence" in opts:
-        if opts["divergence"] not in DIVERGENCES:
-            raise ValueError(f"agents[{request.label}]: divergence must be one of {DIVERGENCES}, got "
-                             f"{opts['divergence']!r}")
-        kwargs["divergence"] = opts["divergence"]
+    for key, value in request.options.items():
+        if request.family not in families[key]:
+            raise V.ArgumentError(key, f"{V.name('agents')}[{request.label}]: option {V.name(key)} applies to "
+                                       f"{' and '.join(families[key])} models only; the environment is a "
+                                       f"{request.family} model class")
+        if key not in ("solver", "solver_iters"):
+            kwargs[key] = value
+    if "solver" in request.options or "solver_iters" in request.options:
+        if default_solver is None and request.options.get("solver") is None:
+            raise V.ArgumentError("solver_iters", f"{V.name('agents')}[{request.label}]: {V.name('solver_iters')} "
+                                                  f"needs a {V.name('solver')} on {request.family} models")
+        kwargs["solver"] = agent_solver(request.options.get("solver"), request.options.get("solver_iters"),
+                                        default_solver)
     return kwargs
 
 
@@ -510,7 +588,7 @@ _ANYTIME_OPTIONS = {
 }
 
 
-@_builtin("anytime-e2d", ("linear", "finite"), E2D_OPTIONS,
+@_builtin("anytime-e2d", ("linear", "finite"), tuple(E2D_OPTIONS["anytime-e2d"]),
           "Anytime-E2D (Algorithm 1): ridge and eps_t^2 = r/t on linear models (the paper's d/t: eps2_schedule "
           "dim), EWA and log|M|/t on finite classes (finite: @delta, @mixture, @track joined by '+')",
           takes_param=True)
@@ -518,10 +596,10 @@ def _anytime(request: AgentRequest):
     options = {}
     if request.param:
         if request.family == "linear":
-            raise ValueError(f"agents: {request.label}: anytime-e2d takes '@' options on finite classes only")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: {request.label}: anytime-e2d takes '@' options on finite classes only")
         for token in request.param.split("+"):
             if token not in _ANYTIME_OPTIONS:
-                raise ValueError(f"agents: {request.label}: unknown option {token!r} "
+                raise V.ArgumentError("agents", f"{V.name('agents')}: {request.label}: unknown option {token!r} "
                                  f"(choose from {', '.join(_ANYTIME_OPTIONS)}, joined by '+')")
             field, value = _ANYTIME_OPTIONS[token]
             options[field] = value
@@ -530,14 +608,13 @@ def _anytime(request: AgentRequest):
     else:
         default = e2d_finite.default_solver(options.get("estimate", "sample"), options.get("lam_search", "global"))
     kwargs = {**_e2d_kwargs(request, default), **options}
-    if request.family == "linear" and request.options.get("eps2_schedule"):
-        kwargs["eps2_schedule"] = request.options["eps2_schedule"]
     build = e2d_linear.anytime_e2d if request.family == "linear" else e2d_finite.anytime_e2d
     build(**kwargs)  # checks the static options now, with the family's own message
-    return functools.partial(anytime_e2d, **kwargs)
+    return AgentProgram(key=("anytime-e2d", request.family, tuple(sorted(kwargs.items()))),
+                        factory=functools.partial(anytime_e2d, **kwargs), defaults=_numeric_defaults(build))
 
 
-@_builtin("e2d", ("linear", "finite"), tuple(o for o in E2D_OPTIONS if o != "eps2_schedule"),
+@_builtin("e2d", ("linear", "finite"), tuple(E2D_OPTIONS["e2d"]),
           "fixed-horizon E2D tuned for the run's horizon; e2d-nN tunes for horizon N (linear: lambda = "
           "sqrt(N/(4 log N)); finite: the regret-bound minimiser)", takes_param=True)
 def _e2d(request: AgentRequest):
@@ -546,14 +623,20 @@ def _e2d(request: AgentRequest):
         try:
             n = int(request.param)
         except ValueError:
-            raise ValueError(f"agents: e2d-nN (or e2d@N) needs an integer horizon N >= 2, got "
+            raise V.ArgumentError("agents", f"{V.name('agents')}: e2d-nN (or e2d@N) needs an integer horizon N >= 2, got "
                              f"{request.name}@{request.param}") from None
     if n < 2:
-        raise ValueError(f"agents: e2d needs a tuning horizon >= 2, got {n}")
+        raise V.ArgumentError("agents", f"{V.name('agents')}: e2d needs a tuning horizon >= 2, got {n}")
     default = e2d_linear.AGENT_SOLVER if request.family == "linear" else e2d_finite.E2D_SOLVER
     kwargs = _e2d_kwargs(request, default)
     build = e2d_linear.fixed_horizon_e2d if request.family == "linear" else e2d_finite.fixed_horizon_e2d
     build(horizon=n, **kwargs)  # checks the static options now, with the family's own message
+    if request.family == "linear":
+        # lambda_N is a number: E2D tuned for several horizons is one program, one lambda a cell.
+        key = ("e2d", "linear", tuple(sorted(kwargs.items())))
+        return AgentProgram(key=key, factory=functools.partial(fixed_horizon_e2d, **kwargs),
+                            numbers=(("lam", e2d_linear.horizon_lambda(n)),),
+                            defaults=_numeric_defaults(e2d_linear.fixed_horizon_e2d))
     return functools.partial(fixed_horizon_e2d, horizon=n, **kwargs)
 
 
@@ -589,13 +672,18 @@ def _ids(request: AgentRequest):
     if request.param:
         for token in request.param.split("+"):
             if token not in _IDS_OPTIONS:
-                raise ValueError(f"agents: {request.label}: unknown option {token!r} "
+                raise V.ArgumentError("agents", f"{V.name('agents')}: {request.label}: unknown option {token!r} "
                                  f"(choose from {', '.join(_IDS_OPTIONS)}, joined by '+')")
             field, value = _IDS_OPTIONS[token]
             kwargs[field] = value
     if request.family == "finite" and kwargs.get("info_gain", "variance") != "variance":
-        raise ValueError(f"agents[{request.label}]: on finite classes ids uses the variance information gain")
+        raise V.ArgumentError("agents", f"{V.name('agents')}[{request.label}]: on finite classes ids uses the variance information gain")
     if request.family == "finite":
         kwargs.pop("gap_estimate", None)
     ids(**kwargs)  # checks the options now
     return functools.partial(ids, **kwargs)
+
+
+#: Every static option of the registered agents (a front end offers these; each agent's own are
+#: in its entry's ``options``).
+AGENT_OPTIONS = tuple(sorted({o for entry in AGENTS.values() for o in (entry.options or ())}))

@@ -2,23 +2,26 @@
 
 A :class:`SweepSpec` names an environment (a registered name or ``module:attribute``, with
 its sizes and options), the instance seeds, the agents (names with static options and an
-optional grid of numeric hyperparameters), the horizon, the number of seeds and the master seed. It expands into work
-units (:func:`units`): one per (agent, chunk of seeds). A unit runs *every* hyperparameter
-cell of its agent on *every* instance for its seeds in one compiled call: cells and instances
-are vmapped axes, not Python loops. Each unit is a pure function of its description, so any
-executor may run any unit in any order and get the same bits, and a resumed sweep runs only
-the units whose files are missing.
+optional grid of numeric hyperparameters), the horizon, the number of seeds and the master
+seed. It expands (:func:`plan`) into *programs* and work units. Agents that differ only in
+numbers (the same agent and static options: E2D tuned for several horizons, a grid and a
+fixed multiplier) are one program, whose cells are theirs one after the other, so they
+compile once. A unit is one program's chunk of seeds: it runs *every* cell of the program on
+*every* instance for its seeds in one compiled call (cells and instances are vmapped axes,
+not Python loops). Each unit is a pure function of its description, so any executor may run
+any unit in any order and get the same bits, and a resumed sweep runs only the units whose
+files are missing.
 
 Chunk size (seeds per unit): by default the largest multiple of the seeds one compiled call
-runs (:func:`default_block`: 64 trajectories per CPU device, divided among the agent's cells x
+runs (:func:`default_block`: 64 trajectories per CPU device, divided among the program's cells x
 instances) that keeps a unit at most
 ``MAX_TRAJECTORIES`` trajectories (cells x instances x seeds) and at most ``MAX_SEEDS_PER_UNIT``
 seeds (one block if even that is more), so memory stays bounded whatever the sweep's size and
 a killed run loses at most one unit's work per agent; ``chunk_size`` overrides it. The layout
 depends on the driver's block, so a sweep resumed on a machine with another device count
 recomputes the units of the old layout (their files carry the old size in their digest);
-per-seed results are the same bits either way. Every unit of an agent has the same shape
-(the last one is padded), so the agent compiles once.
+per-seed results are the same bits either way. Every unit of a program has the same shape
+(the last one is padded), so the program compiles once.
 
 A sweep file (TOML, ``e2d-jax sweep FILE``; the repository's ``sweeps/`` folder has
 examples)::
@@ -38,6 +41,10 @@ examples)::
     name = "anytime-e2d"
     label = "anytime-e2d-kl"  # one name twice: each needs its own label
     divergence = "kl"
+    [[agents]]
+    name = "anytime-e2d"
+    label = "anytime-e2d-c2"  # a fixed number: a cell of the first entry's program
+    eps2_scale = 2.0
 
 ``env = "semi-bandit"`` with the sizes at the top level is the same as the ``[env]`` table.
 """
@@ -59,12 +66,17 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from e2d_jax import _checks as V
+from e2d_jax.experiments import registry
 from e2d_jax.experiments.registry import agent_label, check_options
 from e2d_jax.sim.simulate import lanes_for
 
 
-class SweepError(ValueError):
-    """A sweep cannot start or continue (its message says why and what to do)."""
+class SweepError(V.ArgumentError):
+    """A sweep cannot start or continue (its message says why and what to do; ``argument``
+    names the argument at fault, when one is)."""
+
+    def __init__(self, message: str, argument: str | None = None):
+        super().__init__(argument or V.leading_argument(message), message)
 
 
 MAX_TRAJECTORIES = 4096
@@ -112,18 +124,18 @@ class SweepAgent:
     def make(name: str, options: dict | None = None, grid: dict | None = None, label: str | None = None) -> "SweepAgent":
         """A sweep agent from plain values (what a sweep file's ``[[agents]]`` table holds)."""
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"agents: every agent needs a name (a string), got {name!r}")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: every agent needs a name (a string), got {name!r}")
         if label is not None and not re.fullmatch(_LABEL, str(label)):
-            raise ValueError(f"agents[{name}].label must be letters, digits and . _ @ + - (it names files), got {label!r}")
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].label must be letters, digits and . _ @ + - (it names files), got {label!r}")
         try:
             options = _frozen(dict(options or {}))
         except ValueError as err:
-            raise ValueError(f"agents[{name}]: {err}; numeric hyperparameters to vary go in grid") from None
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}]: {err}; numeric hyperparameters to vary go in grid") from None
         cells = []
         for key, values in sorted(dict(grid or {}).items()):
             vals = np.asarray(values, np.float64).reshape(-1)
             if vals.size == 0 or not np.all(np.isfinite(vals)):
-                raise ValueError(f"agents[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
             cells.append((key, tuple(float(v) for v in vals)))
         return SweepAgent(name=name, options=options, grid=tuple(cells), tag=label)
 
@@ -171,6 +183,9 @@ class SweepSpec:
       x64: run in float64.
       conventions: the conventions the sweep stands for (a label of its results).
       name: the sweep's name.
+      diagnostics: also keep every agent's per-round info at the recorded rounds (status,
+        value, lambda, gap, iterations, eps^2 for the E2D agents) in ``diagnostics.npz``; by
+        default only the per-seed summaries and the regret curves are stored.
     """
 
     env: str
@@ -189,20 +204,21 @@ class SweepSpec:
     x64: bool = False
     conventions: str | None = None
     name: str = "sweep"
+    diagnostics: bool = False
 
     def __post_init__(self):
         V.check_int("horizon", self.horizon, minimum=1)
         V.check_int("seeds", self.seeds, minimum=1)
         V.check_int("seed", self.seed, minimum=0)
         if not isinstance(self.env, str) or not self.env:
-            raise ValueError(f"env must be an environment name or module:attribute, got {self.env!r}")
+            raise V.ArgumentError("env", f"{V.name('env')} must be an environment name or module:attribute, got {self.env!r}")
         if not self.agents:
-            raise ValueError("agents: a sweep needs at least one agent")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: a sweep needs at least one agent")
         labels = [a.label for a in self.agents]
         if len(set(labels)) != len(labels):
-            raise ValueError(f"agents: an agent is listed twice: {labels} (give each its own label)")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: an agent is listed twice: {labels} (give each its own label)")
         if not self.instance_seeds:
-            raise ValueError("instance_seeds: a sweep needs at least one instance seed")
+            raise V.ArgumentError("instance_seeds", f"{V.name('instance_seeds')}: a sweep needs at least one instance seed")
         for s in self.instance_seeds:
             V.check_int("instance_seeds", s, minimum=0)
         for name in ("d", "arms", "models"):
@@ -215,9 +231,9 @@ class SweepSpec:
         if self.chunk_size is not None:
             V.check_int("chunk_size", self.chunk_size, minimum=1)
         if self.conventions is not None and self.conventions not in CONVENTIONS:
-            raise ValueError(f"conventions must be one of {CONVENTIONS}, got {self.conventions!r}")
+            raise V.ArgumentError("conventions", f"{V.name('conventions')} must be one of {CONVENTIONS}, got {self.conventions!r}")
         if not re.fullmatch(_LABEL, self.name):
-            raise ValueError(f"name must be letters, digits and . _ @ + - (it names a directory), got {self.name!r}")
+            raise V.ArgumentError("name", f"{V.name('name')} must be letters, digits and . _ @ + - (it names a directory), got {self.name!r}")
 
     @property
     def every(self) -> int:
@@ -234,11 +250,11 @@ class SweepSpec:
     def dtype(self) -> str:
         return "float64" if self.x64 else "float32"
 
-    def chunk(self, agent: SweepAgent, block: int | None = None) -> int:
-        """Seeds per unit for ``agent`` (see the module docstring): a multiple of the seeds one
-        compiled call runs, ``block`` (:func:`default_block`, in trajectories) divided among the
-        agent's cells x instances, unless the sweep has fewer seeds or ``chunk_size`` says
-        otherwise."""
+    def chunk(self, agent, block: int | None = None) -> int:
+        """Seeds per unit for ``agent`` (a :class:`SweepAgent` or a :class:`Program`; see the
+        module docstring): a multiple of the seeds one compiled call runs, ``block``
+        (:func:`default_block`, in trajectories) divided among the cells x instances, unless the
+        sweep has fewer seeds or ``chunk_size`` says otherwise."""
         if self.chunk_size is not None:
             return min(self.chunk_size, self.seeds)
         block = default_block() if block is None else block
@@ -263,7 +279,7 @@ class SweepSpec:
         if unknown:
             raise ValueError(f"unknown sweep field(s) {sorted(unknown)}; valid: {sorted(fields)}")
         if "agents" not in d:
-            raise ValueError("agents: a sweep needs at least one agent")
+            raise V.ArgumentError("agents", f"{V.name('agents')}: a sweep needs at least one agent")
         d["agents"] = tuple(a if isinstance(a, SweepAgent) else
                             SweepAgent.make(a.get("name"), a.get("options"), a.get("grid"), a.get("label"))
                             for a in d["agents"])
@@ -281,18 +297,71 @@ class SweepSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class Unit(NamedTuple):
-    """One work unit: every cell and instance of one agent for seeds [first, first + count)."""
+class Program:
+    """Agents of a sweep that differ only in numbers, run as the cells of one compiled program.
 
-    agent: SweepAgent
+    A sweep's agents whose :class:`~e2d_jax.experiments.registry.AgentProgram` keys are equal
+    (the same agent, family and static options) and whose numeric hyperparameters unify (each
+    is in the member's grid, fixed by the member, or has a numeric default) are one program:
+    its cells are the members' cells one after the other, e.g. E2D tuned for n = 200, 500,
+    1000 and 2000 is one program of four cells (one lambda each).
+
+    Attributes:
+      members: the :class:`SweepAgent` entries, in the sweep's order.
+      label: the program's name in chunk files (the member's label, or the members' joined).
+      factory: ``factory(**cell) -> Agent``.
+      cells: ``{name: values (H,)}`` of every cell, or ``{}`` for one member without numbers.
+      owner: (H,) the member of each cell (an index into ``members``).
+    """
+
+    def __init__(self, members, factory, cells: dict, owner):
+        self.members = tuple(members)
+        labels = [m.label for m in self.members]
+        joined = "+".join(labels)
+        self.label = joined if len(joined) <= 96 else \
+            f"{labels[0]}+{len(labels) - 1}-more-{hashlib.sha256(joined.encode()).hexdigest()[:8]}"
+        self.factory = factory
+        self.cells = {k: np.asarray(v, np.float64) for k, v in cells.items()}
+        self.owner = np.asarray(owner, np.int64)
+
+    @property
+    def num_cells(self) -> int:
+        return int(self.owner.size)
+
+    def member_cells(self, m: int) -> list:
+        """The cells of member ``m``: the positions of its cells in the program."""
+        return [int(h) for h in np.flatnonzero(self.owner == m)]
+
+    def __eq__(self, other):
+        return isinstance(other, Program) and self.label == other.label
+
+    def __hash__(self):
+        return hash(self.label)
+
+    def __repr__(self):
+        return f"Program({self.label!r}, cells={self.num_cells})"
+
+
+class Unit(NamedTuple):
+    """One work unit: every cell and instance of one program for seeds [first, first + count)."""
+
+    program: Program
     index: int  # chunk index
     first: int  # first seed index
     count: int  # seeds in the unit
-    size: int  # the agent's chunk size (the compiled batch; the last unit is padded to it)
+    size: int  # the program's chunk size (the compiled batch; the last unit is padded to it)
 
     @property
     def uid(self) -> str:
-        return f"{self.agent.label}/chunk{self.index:05d}"
+        return f"{self.program.label}/chunk{self.index:05d}"
+
+
+class Plan(NamedTuple):
+    """A sweep's programs and work units, computed once per sweep (:func:`plan`)."""
+
+    programs: tuple
+    units: tuple
+    family: str
 
 
 def default_block() -> int:
@@ -303,17 +372,77 @@ def default_block() -> int:
     return lanes_for(devices[0]) * len(devices)
 
 
-def units(spec: SweepSpec, block: int | None = None) -> list:
-    """The fixed, deterministic list of the sweep's work units (for seeds-per-call ``block``,
-    default :func:`default_block`; every executor of a sweep uses the driver's)."""
-    out = []
+def _member_cells(agent: SweepAgent, numbers: dict, names: list, defaults: dict):
+    """The member's cells over ``names``: its grid, its fixed numbers, else the defaults;
+    None when a name has no value."""
+    grid = agent.cells()
+    n = agent.num_cells
+    out = {}
+    for name in names:
+        if name in grid:
+            out[name] = np.asarray(grid[name], np.float64)
+        elif name in numbers:
+            out[name] = np.full(n, numbers[name])
+        elif name in defaults:
+            out[name] = np.full(n, defaults[name])
+        else:
+            return None
+    return out
+
+
+def plan(spec: SweepSpec, family: str, block: int | None = None) -> Plan:
+    """The sweep's programs (agents that differ only in numbers, merged) and its fixed,
+    deterministic list of work units, for seeds-per-call ``block`` (default
+    :func:`default_block`; every executor of a sweep uses the driver's)."""
     block = default_block() if block is None else block
-    for agent in spec.agents:
-        size = spec.chunk(agent, block)
+    entries = [(a, registry.agent_program(a.name, horizon=spec.horizon, options=dict(a.options), family=family))
+               for a in spec.agents]
+    groups: list = []  # [(key, [(agent, program)])]
+    for agent, prog in entries:
+        clash = sorted({k for k, _ in prog.numbers} & {k for k, _ in agent.grid})
+        if clash:
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{agent.label}]: {', '.join(clash)} is set by the agent itself; vary a "
+                             "multiplier (e.g. lam_scale) in its grid instead")
+        for key, members in groups:
+            if key == prog.key:
+                trial = members + [(agent, prog)]
+                if _cells_of(trial) is not None:
+                    members.append((agent, prog))
+                    break
+        else:
+            groups.append((prog.key, [(agent, prog)]))
+    programs = []
+    for _, members in groups:
+        cells, owner = _cells_of(members)
+        programs.append(Program([a for a, _ in members], members[0][1].factory, cells, owner))
+    out = []
+    for program in programs:
+        size = spec.chunk(program, block)
         for i in range(math.ceil(spec.seeds / size)):
             first = i * size
-            out.append(Unit(agent, i, first, min(size, spec.seeds - first), size))
-    return out
+            out.append(Unit(program, i, first, min(size, spec.seeds - first), size))
+    return Plan(programs=tuple(programs), units=tuple(out), family=family)
+
+
+def _cells_of(members):
+    """``(cells, owner)`` of agents run as one program, or None when their numbers do not unify."""
+    names = sorted({k for a, p in members for k in list(a.cells()) + [n for n, _ in p.numbers]})
+    if not names:
+        return ({}, np.zeros(len(members), np.int64)) if len(members) == 1 else None
+    parts = [_member_cells(a, dict(p.numbers), names, dict(p.defaults)) for a, p in members]
+    if any(part is None for part in parts):
+        return None
+    cells = {k: np.concatenate([part[k] for part in parts]) for k in names}
+    owner = np.concatenate([np.full(a.num_cells, m) for m, (a, _) in enumerate(members)])
+    return cells, owner
+
+
+def units(spec: SweepSpec, block: int | None = None, family: str | None = None) -> list:
+    """The sweep's work units (:func:`plan`; ``family`` is the environment's, read from its
+    shapes when not given)."""
+    if family is None:
+        family = registry.instance_shapes(spec.env, spec.builder_options(), spec.dtype)[1]
+    return list(plan(spec, family, block).units)
 
 
 #: The fields of a sweep file: those of :class:`SweepSpec`, with ``instances`` (a count N for

@@ -1,102 +1,56 @@
-"""Results on disk: atomic chunk files with a manifest, and the tables read from them.
+"""A sweep's output directory while it runs: the manifest and one chunk file per work unit.
 
-Layout of an output directory::
+Layout (the finished tables are those of any results directory, :mod:`e2d_jax._files`)::
 
-    manifest.json            the sweep's spec, its digest, versions (written first)
-    chunks/<agent>/chunkNNNNN.npz   one file per finished work unit (atomic)
-    results.parquet          one row per (agent, hyperparameter cell, instance, seed)
-    curves.npz               regret at the recorded rounds, row-aligned with the table
-    summary.json             mean and 95% CI per cell, configuration, versions, device, time
-    *.png, *.pdf             figures
+    manifest.json            the sweep's spec, its digest, versions; ``complete`` once collected
+    chunks/<program>/chunkNNNNN.npz   one compressed file per finished work unit (atomic)
+    results.parquet, curves.npz, summary.json[, diagnostics.npz], figures
 
-Atomic writes: a file is written under a temporary name in the same directory, flushed and
-``fsync``-ed, then renamed over its final name (and the directory is ``fsync``-ed), so a
-file under its final name is always complete; a killed process leaves at most a temporary
-file, which is ignored and removed on the next run. A chunk file also carries the unit's
-digest: a file from another configuration is never taken for a result.
-
-The table needs no library to read: ``pandas.read_parquet("results.parquet")``; the curves
-``numpy.load("curves.npz")`` (``regret`` has one row per table row, ``rounds`` the rounds).
+A chunk holds its unit's per-seed results: the regret at the recorded rounds, the action
+counts, the invalid rounds and, per seed, the rounds per solver status and the histogram of
+the certified relative gap (and the agents' per-round info only when the sweep asks for
+diagnostics). It carries the unit's digest, read alone (:func:`chunk_done`) to tell whether a
+unit is finished, so a file from another configuration is never taken for a result and no
+chunk is loaded to learn that. When every unit is done the chunks are collected into the
+tables once, the manifest is marked ``complete`` and the chunk files are removed: every number
+they held is in the tables, and nothing is stored twice.
 """
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-TABLE = "results.parquet"
-CURVES = "curves.npz"
-SUMMARY = "summary.json"
+from e2d_jax import _files
+from e2d_jax._files import (CURVES, DIAGNOSTICS, SUMMARY, TABLE, atomic_write, read_curves,  # noqa: F401
+                            read_table, write_json)
+
 MANIFEST = "manifest.json"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
-
-
-def fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path, write) -> None:
-    """Calls ``write(file_object)`` on a temporary file, fsyncs it and renames it to ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600 files; results are ordinary files
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def write_json(path, obj) -> None:
-    atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2, default=_json_default) + "\n").encode()))
-
-
-def _json_default(x):
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+CHUNKS = "chunks"
 
 
 def chunk_path(out: Path, uid: str) -> Path:
-    agent, chunk = uid.rsplit("/", 1)
-    return Path(out) / "chunks" / agent.replace("@", "_at_").replace("/", "_") / f"{chunk}.npz"
+    program, chunk = uid.rsplit("/", 1)
+    return Path(out) / CHUNKS / program.replace("@", "_at_").replace("/", "_") / f"{chunk}.npz"
 
 
 def write_chunk(out: Path, uid: str, arrays: dict) -> None:
-    atomic_write(chunk_path(out, uid), lambda f: np.savez(f, **arrays))
+    _files.write_npz(chunk_path(out, uid), arrays)
+
+
+def chunk_done(out: Path, uid: str, digest: str) -> bool:
+    """Whether the unit's chunk file exists and is of this configuration (only its digest is
+    read)."""
+    path = chunk_path(out, uid)
+    if not path.exists():
+        return False
+    try:
+        with np.load(path) as z:
+            return str(z["unit_digest"]) == digest
+    except Exception:  # noqa: BLE001 - a damaged file is a missing result, recomputed
+        return False
 
 
 def read_chunk(out: Path, uid: str, digest: str):
@@ -113,6 +67,19 @@ def read_chunk(out: Path, uid: str, digest: str):
         return None
 
 
+def read_manifest(out: Path) -> dict:
+    """The manifest (``{}`` when missing or unreadable)."""
+    try:
+        return json.loads((Path(out) / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def remove_chunks(out: Path) -> None:
+    """Removes the chunk files (once the tables hold what they held)."""
+    shutil.rmtree(Path(out) / CHUNKS, ignore_errors=True)
+
+
 def remove_temporaries(out: Path) -> int:
     """Deletes temporary files a killed run left behind; returns how many."""
     n = 0
@@ -123,22 +90,3 @@ def remove_temporaries(out: Path) -> int:
         except OSError:
             pass
     return n
-
-
-def read_table(out):
-    """The results table as a pandas DataFrame (``pandas.read_parquet``)."""
-    return pd.read_parquet(Path(out) / TABLE)
-
-
-def write_table(out: Path, columns: dict) -> None:
-    table = pa.table(columns)
-    atomic_write(Path(out) / TABLE, lambda f: pq.write_table(table, f))
-
-
-def write_curves(out: Path, rounds, regret, row_id) -> None:
-    atomic_write(Path(out) / CURVES, lambda f: np.savez(f, rounds=rounds, regret=regret, row_id=row_id))
-
-
-def read_curves(out):
-    with np.load(Path(out) / CURVES) as z:
-        return {k: z[k] for k in z.files}

@@ -3,10 +3,11 @@
 :func:`run_units` is what every executor runs (in this process for ``local``, in each task
 for ``ray``): it builds the sweep's instances once (the builder vmapped over the instance
 keys), then for every unit calls :func:`e2d_jax.sim.simulate` with the instance axis and the
-agent's hyperparameter grid as vmapped axes (one compile per agent; the units of an agent
-share it) and writes the unit's chunk file atomically as soon as it finishes.
+program's cells as vmapped axes (one compile per program; the units of a program share it)
+and writes the unit's chunk file atomically as soon as it finishes
+(:func:`chunk_arrays`; :func:`simulation_of` reads it back).
 
-A unit is a pure function of its description (the spec, the agent, its seed range), so
+A unit is a pure function of its description (the spec, the program, its seed range), so
 per-seed results do not depend on which units ran in which process or order.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ import numpy as np
 from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.provenance import unit_digest
 from e2d_jax.experiments.spec import SweepSpec
+from e2d_jax.sim.results import Simulation
+from e2d_jax.sim.rollout import RolloutResult, SolverStats
 from e2d_jax.sim.simulate import simulate
 
 #: Set to stop a sweep: :func:`run_units` stops before its next unit, and ``run_sweep``
@@ -52,10 +55,36 @@ def instances_of(spec: SweepSpec):
     return registry.build_instances(spec.env, spec.instance_seeds, spec.builder_options(), spec.dtype)
 
 
-def agent_factories(spec: SweepSpec, family: str) -> dict:
-    """``{label: factory}`` for every agent of the sweep (checked before anything runs)."""
-    return {a.label: registry.agent_factory(a.name, horizon=spec.horizon, options=dict(a.options), family=family)
-            for a in spec.agents}
+def chunk_arrays(sim: Simulation, diagnostics: bool) -> dict:
+    """A unit's chunk: the per-seed results of its program's simulation with a cell axis
+    (H, I, S, ...), and with ``diagnostics`` the agents' per-round info (``info_<field>``)."""
+    add_cell_axis = (lambda x: np.asarray(x)[None]) if sim.cells is None else np.asarray
+    res = sim.result
+    arrays = {
+        "regret": add_cell_axis(res.regret).astype(np.float32), "action_counts": add_cell_axis(res.action_counts),
+        "invalid_rounds": add_cell_axis(res.invalid_rounds),
+        "solver_status_counts": add_cell_axis(res.solver.status_counts),
+        "solver_gap_hist": add_cell_axis(res.solver.gap_hist),
+        "rounds": sim.rounds, "seed_indices": sim.seed_indices,
+        "compile_seconds": np.float64(sim.compile_seconds), "run_seconds": np.float64(sim.run_seconds),
+    }
+    if diagnostics:
+        for field, value in _info_arrays(res.info).items():
+            arrays[field] = add_cell_axis(value)
+    return arrays
+
+
+def simulation_of(arrays: dict, program, spec: SweepSpec) -> Simulation:
+    """A unit's :class:`~e2d_jax.sim.results.Simulation` (cells x instances x seeds) from its
+    chunk."""
+    info = {k[len("info_"):]: v for k, v in arrays.items() if k.startswith("info_")}
+    result = RolloutResult(regret=arrays["regret"], action_counts=arrays["action_counts"],
+                           invalid_rounds=arrays["invalid_rounds"],
+                           solver=SolverStats(arrays["solver_status_counts"], arrays["solver_gap_hist"]), info=info)
+    return Simulation(result=result, rounds=arrays["rounds"], seed_indices=arrays["seed_indices"],
+                      compile_seconds=float(arrays["compile_seconds"]), run_seconds=float(arrays["run_seconds"]),
+                      label=program.label, cells=program.cells or {"cell": np.zeros(program.num_cells)},
+                      instance_seeds=tuple(spec.instance_seeds), horizon=spec.horizon)
 
 
 def _info_arrays(info) -> dict:
@@ -72,14 +101,15 @@ def _info_arrays(info) -> dict:
 
 
 def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=None) -> float:
-    """Runs ``todo`` units and writes each one's chunk file; returns the seconds spent.
+    """Runs ``todo`` units (:class:`~e2d_jax.experiments.spec.Unit`) and writes each one's chunk
+    file; returns the seconds spent. A program with cells runs its factory with them as a
+    vmapped axis; one without runs its agent (built once).
 
     Raises :class:`Interrupted` before a unit when :data:`INTERRUPTED` is set.
     """
     if not todo:
         return 0.0
-    env, params, family = instances_of(spec)
-    factories = agent_factories(spec, family)
+    env, params, _ = instances_of(spec)
     agents = {}
     t_start = time.perf_counter()
     bar = progress_bar(len(todo), progress)
@@ -87,31 +117,19 @@ def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=N
         for unit in todo:
             if INTERRUPTED.is_set():
                 raise Interrupted
-            entry = unit.agent
-            cells = entry.cells()
-            factory = factories[entry.label]
-            if not cells and entry.label not in agents:
-                agents[entry.label] = factory()
-            sim = simulate(params, factory if cells else agents[entry.label], horizon=spec.horizon,
+            program = unit.program
+            cells = program.cells
+            if not cells and program.label not in agents:
+                agents[program.label] = program.factory()
+            sim = simulate(params, program.factory if cells else agents[program.label], horizon=spec.horizon,
                            num_seeds=unit.count, seed=spec.seed, record_every=spec.every, first_seed=unit.first,
-                           instances=True, hparams=cells or None, env=env)
-            res = sim.result
-            add_cell_axis = (lambda x: np.asarray(x)[None]) if not cells else np.asarray
-            arrays = {
-                "regret": add_cell_axis(res.regret), "action_counts": add_cell_axis(res.action_counts),
-                "invalid_rounds": add_cell_axis(res.invalid_rounds),
-                "solver_status_counts": add_cell_axis(res.solver.status_counts),
-                "solver_gap_hist": add_cell_axis(res.solver.gap_hist),
-                "rounds": sim.rounds, "seed_indices": sim.seed_indices,
-                "compile_seconds": np.float64(sim.compile_seconds), "run_seconds": np.float64(sim.run_seconds),
-                "finished_at": np.float64(time.time()),
-                "unit_digest": np.str_(unit_digest(digest, unit)), "uid": np.str_(unit.uid),
-            }
-            for field, value in _info_arrays(res.info).items():
-                arrays[field] = add_cell_axis(value)
+                           instances=True, hparams=cells or None, env=env, label=program.label)
+            arrays = chunk_arrays(sim, spec.diagnostics)
+            arrays.update(finished_at=np.float64(time.time()), unit_digest=np.str_(unit_digest(digest, unit)),
+                          uid=np.str_(unit.uid))
             storage.write_chunk(out, unit.uid, arrays)
             bar.update(1)
-            bar.set_postfix_str(f"{entry.label} seeds {unit.first}-{unit.first + unit.count - 1}")
+            bar.set_postfix_str(f"{program.label} seeds {unit.first}-{unit.first + unit.count - 1}")
     finally:
         bar.close()
     return time.perf_counter() - t_start

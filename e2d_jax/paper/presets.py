@@ -30,9 +30,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from e2d_jax import _checks as V
 from e2d_jax.envs.linear import LinearEnvParams
 from e2d_jax.experiments import registry
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepSpec
+from e2d_jax.paper import zoo
 
 EXPERIMENTS = {
     "exp1": dict(d=3, arms=10, horizon=2000, tunings=(200, 500, 1000, 2000)),
@@ -55,11 +57,11 @@ def experiment_spec(name: str, *, seeds: int = 100, conventions: str = "implemen
       solver: E2D's DEC solver on linear models (``"saddle"``, the default, or ``"paper"``).
     """
     if name not in EXPERIMENTS:
-        raise ValueError(f"name must be one of {sorted(EXPERIMENTS)}, got {name!r}")
+        raise V.ArgumentError("name", f"{V.name('name')} must be one of {sorted(EXPERIMENTS)}, got {name!r}")
     if conventions not in CONVENTIONS:
-        raise ValueError(f"conventions must be one of {CONVENTIONS}, got {conventions!r}")
+        raise V.ArgumentError("conventions", f"{V.name('conventions')} must be one of {CONVENTIONS}, got {conventions!r}")
     if instances < 1:
-        raise ValueError(f"instances must be >= 1, got {instances}")
+        raise V.ArgumentError("instances", f"{V.name('instances')} must be >= 1, got {instances}")
     e = EXPERIMENTS[name]
     options = {"divergence": DIVERGENCE[conventions]}
     if solver is not None:
@@ -86,7 +88,7 @@ DISTRIBUTIONS = ("semi-bandit", "semi-bandit-authors")
 
 
 def sensitivity(name: str, *, seeds: int | None = None, instances: int = 20, seed: int = 0,
-                env: str = "semi-bandit") -> SweepSpec:
+                env: str = "semi-bandit", env_sigma: float | None = None) -> SweepSpec:
     """Final regret against each algorithm's one hyperparameter, over random instances.
 
     On the shape of Experiment ``name`` (``"exp1"``: d=3, n=2000, 500 seeds per instance by
@@ -98,27 +100,37 @@ def sensitivity(name: str, *, seeds: int | None = None, instances: int = 20, see
       (the cost of tuning for the wrong horizon, Experiment 1's claim);
     * all of these in the implementation convention (||M(g - f)||^2); the paper-text
       convention (Gaussian KL, the 1/2) at the default multipliers: ``anytime-e2d-kl`` and
-      ``e2d-nN-kl``;
+      ``e2d-nN-kl``, run as the implementation convention's programs with c = 2 sigma^2 and
+      m = 1 / (2 sigma^2) (the same programs: each is a cell of the algorithm's one compiled
+      program; their info reports lambda and eps^2 in the squared norm's convention);
     * UCB and TS as references.
+
+    ``env_sigma``: the instances' noise (None: the builder's default, 1).
     """
     if name not in EXPERIMENTS:
-        raise ValueError(f"name must be one of {sorted(EXPERIMENTS)}, got {name!r}")
+        raise V.ArgumentError("name", f"{V.name('name')} must be one of {sorted(EXPERIMENTS)}, got {name!r}")
     if instances < 1:
-        raise ValueError(f"instances must be >= 1, got {instances}")
+        raise V.ArgumentError("instances", f"{V.name('instances')} must be >= 1, got {instances}")
     e = EXPERIMENTS[name]
     n = e["horizon"]
-    sq, kl = {"divergence": "squared"}, {"divergence": "kl"}
+    sq = {"divergence": "squared"}
     dim = {"eps2_schedule": "dim"}
     agents = [SweepAgent.make("anytime-e2d", {**sq, **dim}, {"eps2_scale": EPS2_SCALES}),
               SweepAgent.make(f"e2d-n{n}", sq, {"lam_scale": LAM_SCALES})]
     if name == "exp1":
         agents += [SweepAgent.make(f"e2d-n{m}", sq) for m in e["tunings"] if m != n]
-    agents += [SweepAgent.make("anytime-e2d", {**kl, **dim}, label="anytime-e2d-kl"),
-               SweepAgent.make(f"e2d-n{n}", kl, label=f"e2d-n{n}-kl"),
+    # The paper-text convention: I_KL = ||M (g - f)||^2 / (2 sigma^2), so Anytime-E2D with c and
+    # the KL is the program of the squared norm with c 2 sigma^2, and E2D with m is that of the
+    # squared norm with m / (2 sigma^2): the same programs, run as cells of the implementation
+    # convention's (the tests check the equivalence).
+    two_sigma2 = 2.0 * (env_sigma if env_sigma is not None else 1.0) ** 2
+    agents += [SweepAgent.make("anytime-e2d", {**sq, **dim, "eps2_scale": two_sigma2}, label="anytime-e2d-kl"),
+               SweepAgent.make(f"e2d-n{n}", {**sq, "lam_scale": 1.0 / two_sigma2}, label=f"e2d-n{n}-kl"),
                SweepAgent.make("ucb"), SweepAgent.make("ts")]
-    return SweepSpec(env=env, d=e["d"], arms=e["arms"], horizon=n, seeds=seeds or SENSITIVITY_SEEDS[name],
-                     seed=seed, agents=tuple(agents), instance_seeds=tuple(range(instances)),
-                     record_every=max(1, n // 100), conventions="implementation", name=f"sensitivity-{name}")
+    return SweepSpec(env=env, d=e["d"], arms=e["arms"], sigma=env_sigma, horizon=n,
+                     seeds=seeds or SENSITIVITY_SEEDS[name], seed=seed, agents=tuple(agents),
+                     instance_seeds=tuple(range(instances)), record_every=max(1, n // 100),
+                     conventions="implementation", name=f"sensitivity-{name}")
 
 
 def exp2_candidates(env: str = "semi-bandit", *, instances: int = 100, seeds: int = 20, seed: int = 0) -> SweepSpec:
@@ -137,7 +149,7 @@ def exp2_candidates(env: str = "semi-bandit", *, instances: int = 100, seeds: in
     the paper-text convention is c = 2 for Anytime-E2D and m = 1/2 for E2D (the sensitivity
     sweeps measure both conventions; the tests check the equivalence)."""
     if env not in DISTRIBUTIONS:
-        raise ValueError(f"env must be one of {DISTRIBUTIONS}, got {env!r}")
+        raise V.ArgumentError("env", f"{V.name('env')} must be one of {DISTRIBUTIONS}, got {env!r}")
     sq = {"divergence": "squared"}
     agents = (SweepAgent.make("anytime-e2d", {**sq, "eps2_schedule": "dim"}, {"eps2_scale": (0.1, 1.0)}),
               SweepAgent.make("anytime-e2d", {**sq, "eps2_schedule": "rank"}, label="anytime-e2d-rank"),
@@ -154,7 +166,7 @@ def exp2_solver(env: str = "semi-bandit", *, instances: int = 20, seeds: int = 2
     the exact saddle-point solver against the paper's budget (100 Frank-Wolfe steps on a
     50-point lambda grid) on the same instances and seeds of Experiment 2's shape."""
     if env not in DISTRIBUTIONS:
-        raise ValueError(f"env must be one of {DISTRIBUTIONS}, got {env!r}")
+        raise V.ArgumentError("env", f"{V.name('env')} must be one of {DISTRIBUTIONS}, got {env!r}")
     sq = {"divergence": "squared"}
     dim = {**sq, "eps2_schedule": "dim"}
     agents = (SweepAgent.make("anytime-e2d", dim),
@@ -163,6 +175,62 @@ def exp2_solver(env: str = "semi-bandit", *, instances: int = 20, seeds: int = 2
     return SweepSpec(env=env, d=e["d"], arms=e["arms"], horizon=e["horizon"], seeds=seeds, seed=seed,
                      agents=agents, instance_seeds=tuple(range(instances)), record_every=e["horizon"] // 100,
                      conventions="implementation", name=f"exp2-solver-{env}")
+
+
+#: The defaults of ``e2d-jax reproduce`` (and :func:`reproduce_specs`): seeds per instance and
+#: instances of each reproduction (None: the reproduction's own, e.g. the sensitivity sweeps'
+#: per-shape seeds).
+REPRODUCE_DEFAULTS = {
+    "exp1": {"seeds": 100, "instances": 1},
+    "exp2": {"seeds": 100, "instances": 1},
+    "all": {"seeds": 100, "instances": 1},
+    "sensitivity": {"seeds": None, "instances": 20},
+    "candidates": {"seeds": 20, "instances": 100},
+    "zoo": {"seeds": None, "instances": None},
+}
+#: The reproductions that take ``conventions`` and ``solver`` (the others measure both
+#: conventions and solvers themselves, or run every agent at its defaults).
+WITH_CONVENTIONS = ("exp1", "exp2", "all")
+#: The solvers a reproduction of the experiments may name.
+REPRODUCE_SOLVERS = ("tracking", "paper")
+
+
+def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int | None = None,
+                    conventions: str = "implementation", solver: str | None = None, families=None) -> list:
+    """The sweeps of a reproduction (``e2d-jax reproduce EXPERIMENT``), with the defaults of
+    :data:`REPRODUCE_DEFAULTS` where ``seeds`` / ``instances`` are None.
+
+    Args:
+      experiment: ``"exp1"``, ``"exp2"``, ``"all"`` (both: Figure 1), ``"sensitivity"``,
+        ``"candidates"`` or ``"zoo"``.
+      seeds: seeds per instance.
+      instances: instances (seeds 0..N-1).
+      conventions: ``"implementation"`` or ``"paper-text"`` (the experiments only).
+      solver: E2D's solver (the experiments only): ``"tracking"`` (the default) or ``"paper"``.
+      families: zoo only: the families to run (default: all of them).
+    """
+    if experiment not in REPRODUCE_DEFAULTS:
+        raise ValueError(f"experiment must be one of {sorted(REPRODUCE_DEFAULTS)}, got {experiment!r}")
+    d = REPRODUCE_DEFAULTS[experiment]
+    seeds = d["seeds"] if seeds is None else seeds
+    instances = d["instances"] if instances is None else instances
+    if experiment not in WITH_CONVENTIONS and (conventions != "implementation" or solver is not None):
+        raise V.ArgumentError("conventions", f"{V.name('conventions')} and {V.name('solver')} do not apply to reproduce {experiment} (it measures both "
+                         "conventions and solvers itself, or runs every agent at its defaults)")
+    if solver is not None and solver not in REPRODUCE_SOLVERS:
+        raise V.ArgumentError("solver", f"{V.name('solver')} must be one of {REPRODUCE_SOLVERS}, got {solver!r}")
+    if families is not None and experiment != "zoo":
+        raise V.ArgumentError("families", f"{V.name('families')} applies to reproduce zoo only, not to reproduce {experiment}")
+    if experiment == "zoo":
+        return zoo.specs(instances=instances or zoo.INSTANCES, seeds=seeds or zoo.SEEDS, families=families)
+    if experiment == "sensitivity":
+        return [sensitivity(name, seeds=seeds, instances=instances) for name in ("exp1", "exp2")]
+    if experiment == "candidates":
+        return ([exp2_candidates(env, seeds=seeds, instances=instances) for env in DISTRIBUTIONS]
+                + [exp2_solver(env, seeds=seeds, instances=min(instances, 20)) for env in DISTRIBUTIONS])
+    names = ["exp1", "exp2"] if experiment == "all" else [experiment]
+    return [experiment_spec(name, seeds=seeds, conventions=conventions, instances=instances, solver=solver)
+            for name in names]
 
 
 class Experiment(NamedTuple):

@@ -31,22 +31,9 @@ from jax import lax
 
 from e2d_jax import _checks as V
 from e2d_jax.envs.family import environment_of, params_family
-from e2d_jax.sim.rollout import RolloutResult, check_agent, check_run_args, record_rounds, rollout, run_keys
+from e2d_jax.sim.results import Simulation
+from e2d_jax.sim.rollout import check_agent, check_run_args, record_rounds, rollout, run_keys
 from e2d_jax.types import Agent, ByFamily, Environment, PyTree
-
-
-class Simulation(NamedTuple):
-    """Result of :func:`simulate`, as NumPy arrays.
-
-    ``result`` leaves have leading axes (H, I, S): hyperparameter cells (only with
-    ``hparams``), instances (only with ``instances=True``) and seeds.
-    """
-
-    result: RolloutResult
-    rounds: np.ndarray  # (R,) the recorded rounds (1-based)
-    seed_indices: np.ndarray  # (S,) the seed indices that were run
-    compile_seconds: float  # 0 when the compiled function came from the in-memory cache
-    run_seconds: float
 
 
 def make_batched_rollout(env, agent, horizon, record_every, batch_size, devices=None, *,
@@ -279,6 +266,7 @@ def simulate(
     hparams: dict | None = None,
     lanes: int | None = None,
     env: Environment | None = None,
+    label: str | None = None,
 ) -> Simulation:
     """Runs seeds ``first_seed, ..., first_seed + num_seeds - 1`` of ``agent`` on ``params``.
 
@@ -306,10 +294,14 @@ def simulate(
         at one ``lanes`` value; another value may change the last bits.
       env: the environment's functions; inferred from the type of ``params`` when None
         (pass one for an instance type of your own).
+      label: the agent's name in the results' tables and figures (default: the factory's or
+        the agent's configured name).
 
     Returns:
-      Simulation whose ``result`` leaves have leading axes (H, I, S) for the axes present.
-      ``compile_seconds`` is timed apart from ``run_seconds`` (0 on a cache hit).
+      :class:`~e2d_jax.sim.results.Simulation` whose ``result`` leaves have leading axes
+      (H, I, S) for the axes present, with ``summary()``, ``to_frame()``, ``plot()``,
+      ``plot_final()`` and ``save(directory)``. ``compile_seconds`` is timed apart from
+      ``run_seconds`` (0 on a cache hit).
 
     The agent is checked on one abstract round before anything compiles
     (:func:`~e2d_jax.sim.rollout.check_agent`): a float action, an info without ``status``
@@ -377,7 +369,24 @@ def simulate(
         seed_indices=indices,
         compile_seconds=compile_seconds,
         run_seconds=run_seconds,
+        label=label or default_label(agent),
+        cells={k: np.asarray(v) for k, v in hp.items()} if hp else None,
+        instance_seeds=tuple(range(n_inst)) if instances else None,
+        horizon=horizon,
     )
+
+
+def default_label(agent) -> str:
+    """An agent's name for tables: its configured name (``linear.anytime_e2d`` ->
+    ``anytime_e2d``), a factory's function name, else ``agent``."""
+    config = getattr(agent, "config", None)
+    if isinstance(config, ByFamily) and config.configs:
+        config = config.configs[0][1]
+    if isinstance(config, tuple) and config and isinstance(config[0], str):
+        return config[0].rpartition(".")[2]
+    func = getattr(agent, "func", agent)
+    name = getattr(func, "__name__", None)
+    return name if name and name != "<lambda>" else "agent"
 
 
 def compiled_cache_size() -> int:

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from e2d_jax._stats import Z95 as Z95
+from e2d_jax._stats import mean_ci95 as mean_ci95
 from e2d_jax.sim.rollout import GAP_BIN_EDGES, RolloutResult, SolverStats
 from e2d_jax.types import Status
-
-#: z of two-sided 95% normal intervals.
-Z95 = 1.959963984540054
-
 
 def valid_seeds(result: RolloutResult) -> np.ndarray:
     """Boolean mask (leading axes of ``result``): seeds without a non-finite round or an
@@ -24,8 +22,9 @@ def valid_seeds(result: RolloutResult) -> np.ndarray:
     return np.asarray(result.invalid_rounds) == 0
 
 
-def _hist_quantile(hist: np.ndarray, q: float) -> np.ndarray:
-    """Upper bin edge at quantile q of per-seed histograms (..., NUM_GAP_BINS); NaN if empty."""
+def hist_quantile(hist: np.ndarray, q: float) -> np.ndarray:
+    """Upper bin edge at quantile q of histograms of the relative certified gap (..., NUM_GAP_BINS)
+    (per seed, or pooled); NaN if empty."""
     hist = np.asarray(hist, np.int64)
     total = hist.sum(-1)
     cum = np.cumsum(hist, -1)
@@ -48,8 +47,8 @@ def solver_summary(stats: SolverStats) -> dict:
         "max_iter_rounds": counts[..., Status.MAX_ITER],
         "nonfinite_rounds": counts[..., Status.NONFINITE],
         "invalid_action_rounds": counts[..., Status.INVALID_ACTION],
-        "rel_gap_median": _hist_quantile(hist, 0.5),
-        "rel_gap_p90": _hist_quantile(hist, 0.9),
+        "rel_gap_median": hist_quantile(hist, 0.5),
+        "rel_gap_p90": hist_quantile(hist, 0.9),
     }
 
 
@@ -69,17 +68,6 @@ def hparam_grid(**axes) -> dict:
             raise ValueError(f"hparam_grid: axis {name!r} has no values")
     mesh = np.meshgrid(*values, indexing="ij")
     return {n: m.reshape(-1) for n, m in zip(names, mesh)}
-
-
-def mean_ci95(values, axis: int = 0):
-    """Mean and normal-approximation 95% CI half-width (1.96 standard errors) along ``axis``."""
-    values = np.asarray(values, dtype=np.float64)
-    n = values.shape[axis]
-    mean = values.mean(axis=axis)
-    if n < 2:
-        return mean, np.zeros_like(mean)
-    sem = values.std(axis=axis, ddof=1) / np.sqrt(n)
-    return mean, Z95 * sem
 
 
 def instance_summary(final, valid=None) -> dict:

@@ -81,7 +81,11 @@ def test_sensitivity_presets_have_their_grids_and_sizes():
             values = np.asarray(grids[agent][hp])
             assert values.size >= 7 and values.max() / values.min() >= 100 - 1e-9 and 1.0 in values
         assert {"anytime-e2d-kl", f"e2d-n{spec.horizon}-kl", "ucb", "ts"} <= set(grids)
-        assert dict(dict((a.label, a.options) for a in spec.agents)["anytime-e2d-kl"])["divergence"] == "kl"
+        # The paper-text convention as the implementation convention's program (c 2 sigma^2,
+        # m / (2 sigma^2); the equivalence is checked above), a cell of each algorithm's program.
+        options = {a.label: dict(a.options) for a in spec.agents}
+        assert options["anytime-e2d-kl"] == {"divergence": "squared", "eps2_schedule": "dim", "eps2_scale": 2.0}
+        assert options[f"e2d-n{spec.horizon}-kl"] == {"divergence": "squared", "lam_scale": 0.5}
     for env in presets.DISTRIBUTIONS:
         spec = presets.exp2_candidates(env)
         assert len(spec.instance_seeds) == 100 and spec.env == env and (spec.d, spec.arms) == (30, 10)

@@ -17,7 +17,8 @@ import pytest
 import procs
 
 import e2d_jax
-from e2d_jax import cli
+from e2d_jax import _checks as V
+from e2d_jax import _files, cli
 from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.cli.commands import build_parser, host_device_count, parse_host_devices, to_flags, usable_cores
 from e2d_jax.experiments import figures, provenance, registry, runner, storage
@@ -44,11 +45,12 @@ def test_run_writes_results_summary_and_plot(tmp_path):
     assert summary["config"]["horizon"] == 40 and "jax" in summary["versions"]
     for fig in ("regret.png", "final_regret.png", "regret.pdf", "final_regret.pdf"):
         assert (out / fig).stat().st_size > 1000
-    # A second identical call reuses the stored results instead of recomputing them.
-    chunk = out / "chunks" / "ucb" / "chunk00000.npz"
-    before = chunk.stat().st_mtime_ns
+    # The chunks were collected into the tables and removed; a second identical call finds the
+    # finished results and leaves them as they are.
+    assert not (out / "chunks").exists() and json.loads((out / "manifest.json").read_text())["complete"]
+    before = (out / "results.parquet").stat().st_mtime_ns
     assert cli.main(args) == 0
-    assert chunk.stat().st_mtime_ns == before
+    assert (out / "results.parquet").stat().st_mtime_ns == before
     # The test process never switches JAX's persistent cache on (see conftest).
     assert jax.config.jax_compilation_cache_dir is None
 
@@ -113,16 +115,29 @@ def test_help_tells_where_results_go_without_out():
 
 
 def test_library_messages_are_translated_into_flags():
-    assert to_flags("out: x holds an unfinished run (3 units to go): resume=True continues it, "
-                    "overwrite=True starts over") == \
-        "--out: x holds an unfinished run (3 units to go): --resume continues it, --overwrite starts over"
-    assert to_flags("env: unknown environment 'nope'") == "--env: unknown environment 'nope'"
-    assert to_flags("agents[ucb]: unknown option divergence (valid: none)") == \
-        "--agents[ucb]: unknown option --divergence (valid: none)"
-    assert to_flags("fewer seeds per unit (chunk_size)") == "fewer seeds per unit (--batch-size)"
+    """The library's errors carry the arguments they name as data: the command line writes its
+    flags for the names a command sets by flags, whatever the message's wording."""
+    err = V.ArgumentError("out", f"x holds an unfinished run (3 units to go): {V.name('resume', 'resume=True')} "
+                                 f"continues it, {V.name('overwrite', 'overwrite=True')} starts over")
+    assert str(err) == "out: x holds an unfinished run (3 units to go): resume=True continues it, overwrite=True " \
+                       "starts over"
+    assert to_flags(err) == "--out: x holds an unfinished run (3 units to go): --resume continues it, --overwrite " \
+                            "starts over"
+    reworded = V.ArgumentError("out", f"to continue, say {V.name('resume', 'resume=True')}")
+    assert to_flags(reworded) == "--out: to continue, say --resume"
+    assert to_flags(V.ArgumentError("chunk_size", f"fewer seeds per unit ({V.name('chunk_size')})")) == \
+        "fewer seeds per unit (--batch-size)"
     # A sweep's fields come from its file: only the flags of the sweep command are translated.
-    assert to_flags("agents[ucb]: unknown option divergence", "sweep") == "agents[ucb]: unknown option divergence"
-    assert to_flags("out: x exists and is not a directory", "sweep") == "--out: x exists and is not a directory"
+    agents = V.ArgumentError("divergence", f"{V.name('agents')}[ucb]: unknown option {V.name('divergence')}")
+    assert to_flags(agents) == "--agents[ucb]: unknown option --divergence"
+    assert to_flags(agents, "sweep") == "agents[ucb]: unknown option divergence"
+    assert to_flags(V.ArgumentError("out", "x exists and is not a directory"), "sweep") == \
+        "--out: x exists and is not a directory"
+    # Errors the library raises go through the same path.
+    with pytest.raises(V.ArgumentError) as exc:
+        registry.resolve_env("nope")
+    assert exc.value.argument == "env" and to_flags(exc.value).startswith("--env: unknown environment 'nope'")
+    assert to_flags(ValueError("plain message")) == "plain message"
 
 
 def test_console_script_entry_point(tmp_path):
@@ -307,12 +322,12 @@ def test_table_prints_the_speed_once_per_agent(tmp_path, capsys, monkeypatch):
     rows = {line.split()[0]: line for line in lines if line.startswith("  ") and not line.strip().startswith(("cell", "("))}
     summary = json.loads((out / "summary.json").read_text())
     first, second = "epsilon_greedy[eps0=0.3]", "epsilon_greedy[eps0=3]"
-    rate = summary["agents"][first]["seed_rounds_per_second_this_call"]
-    assert rate == summary["agents"][second]["seed_rounds_per_second_this_call"]
+    rate = summary["agents"][first]["seed_rounds_per_second"]
+    assert rate == summary["agents"][second]["seed_rounds_per_second"]
     assert rows[first].endswith(f"{rate:,.0f}") and len(rows[first]) == len(header)
     assert len(rows[second]) <= len(header) - len("seed-rounds/s (per agent)")  # nothing in the rate column
-    assert rows["ucb"].endswith(f"{summary['agents']['ucb']['seed_rounds_per_second_this_call']:,.0f}")
-    assert any("cells of an agent's grid run in one compiled call" in line for line in lines)
+    assert rows["ucb"].endswith(f"{summary['agents']['ucb']['seed_rounds_per_second']:,.0f}")
+    assert any("the cells of an agent's grid, and agents that differ only in numbers" in line for line in lines)
 
 
 def test_summary_reports_solver_statistics(tmp_path):
@@ -322,11 +337,14 @@ def test_summary_reports_solver_statistics(tmp_path):
                      "--agents", "anytime-e2d,ucb", "--record-every", "10", "--out", str(out)]) == 0
     summary = json.loads((out / "summary.json").read_text())
     solver = summary["agents"]["anytime-e2d"]["solver"]
-    assert 0.0 <= solver["rounds_at_max_iter_fraction"] <= 1.0
-    assert solver["rel_gap_median_over_seeds"] <= solver["rel_gap_p90_max_over_seeds"]
-    assert summary["agents"]["ucb"]["solver"]["rel_gap_median_over_seeds"] is None
-    with np.load(out / "chunks" / "anytime-e2d" / "chunk00000.npz") as z:
-        assert z["solver_status_counts"].shape == (1, 1, 4, 4) and np.all(z["solver_status_counts"].sum(-1) == 40)
+    assert 0.0 <= solver["flagged_fraction"] <= 1.0
+    assert solver["rel_gap_p50"] <= solver["rel_gap_p90"] <= solver["rel_gap_p99"]
+    assert solver["rel_gap_p90"] <= solver["rel_gap_p90_max_over_seeds"]
+    assert summary["agents"]["ucb"]["solver"]["rel_gap_p50"] is None
+    assert summary["agents"]["ucb"]["solver"]["flagged_fraction"] == 0.0
+    table = pd.read_parquet(out / "results.parquet")
+    rows = table[table["agent"] == "anytime-e2d"]
+    assert len(rows) == 4 and np.all(rows["ok_rounds"] + rows["max_iter_rounds"] == 40)
 
 
 def test_results_of_other_code_are_not_reused(tmp_path, monkeypatch, capsys):
@@ -406,8 +424,8 @@ def test_parts_of_a_run_then_plot_collects(tmp_path, capsys):
     assert not (out / "results.parquet").exists()
     assert cli.main(base + ["--part", "2/2"]) == 0
     assert (out / "results.parquet").exists() and (out / "regret.png").exists()
-    (out / "summary.json").unlink()
-    assert cli.main(["plot", str(out)]) == 0  # collects the finished parts again
+    assert not (out / "chunks").exists()  # the last part collected the chunks into the tables
+    assert cli.main(["plot", str(out)]) == 0
     assert json.loads((out / "summary.json").read_text())["agents"]["ts"]["seeds"] == 6
     for flags, needle in ((["--part", "3/2"], "--part"), (["--workers", "2"], "--workers")):
         with pytest.raises(SystemExit) as exc:
@@ -432,7 +450,7 @@ def test_full_disk_is_one_line_keeps_finished_chunks_and_resumes(tmp_path, capsy
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr(storage.os, "fsync", full_after_first_chunk)
+    monkeypatch.setattr(_files.os, "fsync", full_after_first_chunk)
     with pytest.raises(SystemExit) as exc:
         cli.main(args(out))
     assert exc.value.code == 1

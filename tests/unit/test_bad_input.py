@@ -95,7 +95,7 @@ CASES = [
      "option divergence applies to linear models only"),
     ("agent option that no agent reads", lambda: registry.agent_factory("ucb", horizon=5, options={"divergence": "kl"},
                                                                          family="linear"),
-     "unknown option divergence \\(valid: none"),
+     "unknown option divergence \\(valid: delta, radius, reg"),
     ("sweep seeds = 0", lambda: SweepSpec(env="semi-bandit", agents=(SweepAgent.make("ucb"),), horizon=5, seeds=0),
      "seeds"),
     ("sweep horizon = 0", lambda: SweepSpec(env="semi-bandit", agents=(SweepAgent.make("ucb"),), horizon=0, seeds=1),
