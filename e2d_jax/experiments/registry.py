@@ -25,7 +25,7 @@ instance ``i`` is drawn from ``instance_key(i)``. The library's agents run on bo
 families where the algorithm exists. Agent names may carry one parameter after ``@``:
 fixed-horizon E2D tuned for n = 500 is ``e2d@500``, also written ``e2d-n500`` (the name used
 in every output); finite-class options of Anytime-E2D follow ``@``
-(``anytime-e2d@track+mixture``).
+(``anytime-e2d@track+mixture``), and UCB with the anytime confidence level is ``ucb@anytime``.
 """
 from __future__ import annotations
 
@@ -552,10 +552,23 @@ def _e2d(request: AgentRequest):
     return functools.partial(fixed_horizon_e2d, horizon=n, **_e2d_kwargs(request))
 
 
-@_builtin("ucb", ("linear", "finite"), (),
-          "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view)")
+@_builtin("ucb", ("linear", "finite"), ("delta",),
+          "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view); delta = 0.01, "
+          "ucb@anytime (option delta = \"anytime\"): delta_s = 1/(s log s) as in the authors' code", takes_param=True)
 def _ucb(request: AgentRequest):
-    return ucb
+    bad = [v for v in (request.param, request.options.get("delta")) if v not in (None, "anytime")]
+    if bad:
+        raise ValueError(f"agents[{request.label}]: option delta takes 'anytime' (ucb@anytime), got {bad[0]!r}; "
+                         "numeric delta values go in the grid")
+    if request.param is None and "delta" not in request.options:
+        return ucb
+
+    def anytime_ucb(**hyperparameters):
+        if "delta" in hyperparameters:
+            raise ValueError(f"agents[{request.label}]: delta is 'anytime'; a grid over delta needs plain ucb")
+        return ucb(delta="anytime", **hyperparameters)
+
+    return anytime_ucb
 
 
 @_builtin("ts", ("linear", "finite"), (), "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")

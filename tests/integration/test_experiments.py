@@ -195,10 +195,28 @@ def test_shipped_sweep_file_and_plot(tmp_path):
     assert len({tuple(p.get_facecolor()[:3]) for p in final.patches}) == len(legend)
 
 
+def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
+    """``delta = "anytime"`` in an [[agents]] table, and the name ``ucb@anytime``, reach the agent;
+    a numeric static delta is refused before anything runs (numbers go in the grid)."""
+    from e2d_jax.experiments import work
+
+    head = "env = 'semi-bandit-authors'\nhorizon = 10\nseeds = 2\n"
+    path = tmp_path / "ucb.toml"
+    path.write_text(head + "[[agents]]\nname = 'ucb'\n[[agents]]\nname = 'ucb'\nlabel = 'ucb-anytime'\n"
+                    "delta = 'anytime'\n[[agents]]\nname = 'ucb@anytime'\n")
+    factories = work.agent_factories(load_toml(path), "linear")
+    deltas = {label: dict(make().config[1])["delta"] for label, make in factories.items()}
+    assert deltas == {"ucb": 0.01, "ucb-anytime": "anytime", "ucb@anytime": "anytime"}
+    path.write_text(head + "[[agents]]\nname = 'ucb'\ndelta = 0.05\n")
+    with pytest.raises(ValueError, match="agents\\[ucb\\]: option delta takes 'anytime'.*numeric delta values go in "
+                                         "the grid"):
+        work.agent_factories(load_toml(path), "linear")
+
+
 @pytest.mark.parametrize("text, needle", [
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n", "agents"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'ucb'\ncolour = 'red'\n",
-     "agents\\[ucb\\]: unknown option colour \\(valid: none"),
+     "agents\\[ucb\\]: unknown option colour \\(valid: delta"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'anytime-e2d'\ndivergense = 'kl'\n",
      "unknown option divergense \\(valid: solver, solver_iters, divergence"),
     ("env = 'semi-bandit'\nhorizon = 0\nseeds = 2\n[[agents]]\nname = 'ucb'\n", "horizon"),
