@@ -207,6 +207,8 @@ def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
     factories = work.agent_factories(load_toml(path), "linear")
     deltas = {label: dict(make().config[1])["delta"] for label, make in factories.items()}
     assert deltas == {"ucb": 0.01, "ucb-anytime": "anytime", "ucb@anytime": "anytime"}
+    shipped = load_toml(ROOT / "sweeps" / "ucb_delta.toml")
+    assert dict(work.agent_factories(shipped, "linear")["ucb-anytime"]().config[1])["delta"] == "anytime"
     path.write_text(head + "[[agents]]\nname = 'ucb'\ndelta = 0.05\n")
     with pytest.raises(ValueError, match="agents\\[ucb\\]: option delta takes 'anytime'.*numeric delta values go in "
                                          "the grid"):
