@@ -74,7 +74,10 @@ def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
     if anytime and delta != ANYTIME:
         raise ValueError(f"delta must be a number in (0, 1) or {ANYTIME!r}, got {delta!r}")
     if not anytime:
-        V.check_positive("delta", delta)
+        try:
+            V.check_positive("delta", delta)
+        except TypeError:
+            raise ValueError(f"delta must be a number in (0, 1) or {ANYTIME!r}, got {delta!r}") from None
         if V.is_concrete(delta) and not delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
     if radius is not None:

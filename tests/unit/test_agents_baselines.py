@@ -123,6 +123,7 @@ def test_anytime_confidence_radius_against_numpy():
     (lambda: ucb(delta=1.5), "delta"),
     (lambda: ucb(delta=-1), "delta"),
     (lambda: ucb(delta="nope"), "delta"),
+    (lambda: ucb(delta=None), "delta"),
     (lambda: ucb(radius=-1.0), "radius"),
     (lambda: ucb(reg=0.0), "reg"),
     (lambda: thompson_sampling(scale=0.0), "scale"),
