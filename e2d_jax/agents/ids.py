@@ -146,13 +146,11 @@ def confidence_width(state: ridge.RidgeState, model: LinearModel, t, *, delta=No
     rows included), unless ``delta`` is given."""
     dtype = state.f_hat.dtype
     if delta is None:
-        rows = model.obs_matrices.shape[-2]
-        s = jnp.maximum(2.0, 1.0 + rows * (t - 1).astype(dtype))
-        log_inv_delta = jnp.log(s) + jnp.log(jnp.log(s))
+        log_inv_delta = ridge.anytime_log_inv_delta(model.obs_matrices.shape[-2] * (t - 1), dtype)
     else:
         log_inv_delta = -jnp.log(jnp.asarray(delta, dtype))
     bound = model.radius if radius is None else radius
-    return model.sigma * jnp.sqrt(2.0 * log_inv_delta + state.logdet) + jnp.sqrt(reg) * bound
+    return ridge.confidence_width(state, model.sigma, bound, log_inv_delta, reg=reg)
 
 
 def _norms(v_inv, x):

@@ -8,7 +8,8 @@ Estimation Error of Projected Regularized Least-Squares'.
 The state keeps V_t^{-1} and updates it with one Sherman-Morrison step per observation row,
 so a round costs O(m d^2) (O(d^2) per row) instead of an O(d^3) re-solve. Padded (zero)
 observation rows are exact no-ops of that update. ``log det V_t / det V_0`` is kept the same
-way (matrix determinant lemma) for the UCB confidence width.
+way (matrix determinant lemma) for the confidence width of Abbasi-Yadkori et al. (2011,
+Theorem 2) that UCB and IDS use (:func:`confidence_width`, :func:`anytime_log_inv_delta`).
 """
 from __future__ import annotations
 
@@ -95,3 +96,49 @@ def project_ball(f, v_inv, radius, *, iters: int = 60):
 def widths(state: RidgeState, features: jax.Array) -> jax.Array:
     """(K,) ||phi_pi||_{V_t^{-1}}."""
     return jnp.sqrt(jnp.maximum(jnp.einsum("ki,ij,kj->k", features, state.v_inv, features), 0.0))
+
+
+def confidence_width(state: RidgeState, sigma, bound, log_inv_delta, *, reg=1.0) -> jax.Array:
+    """beta_t^{1/2} = sigma sqrt(2 log(1/delta) + log det V_t / det V_0) + reg^{1/2} S.
+
+    The radius of the self-normalised confidence ellipsoid {f : ||f - f_hat_t||_{V_t} <=
+    beta_t^{1/2}}, which holds for all t with probability 1 - delta when every observation row
+    is sigma-sub-Gaussian, V_0 = reg I and ||f*|| <= S.
+
+    Args:
+      state: the ridge statistics (``state.logdet`` is log det V_t / det V_0).
+      sigma: the noise level.
+      bound: S, the bound on ||f*||.
+      log_inv_delta: log(1/delta), () (a fixed level, or :func:`anytime_log_inv_delta`).
+      reg: the regulariser of V_0 = reg I.
+
+    Returns:
+      () beta_t^{1/2}.
+
+    References:
+      Abbasi-Yadkori, Pal and Szepesvari (2011), Improved algorithms for linear stochastic
+      bandits, Theorem 2.
+    """
+    return sigma * jnp.sqrt(2.0 * log_inv_delta + state.logdet) + jnp.sqrt(reg) * bound
+
+
+def anytime_log_inv_delta(rows_seen, dtype=jnp.float32) -> jax.Array:
+    """log(1/delta_s) for the anytime level delta_s = 1 / (s log s), s = max(2, 1 + rows_seen).
+
+    ``rows_seen`` counts the scalar observations received so far, every row of the observation
+    maps of the actions played (zero rows of a padded map included): after t rounds with
+    (K, m, d) observation maps it is m t. This is the level of the authors' code
+    (kirschnj/pm-ids, branch e2d, ``RegularizedLeastSquares.beta`` with no fixed ``delta``):
+    its counter s starts at 1 and grows by the length of each observation vector, the level is
+    taken at max(s, 2), and the log is natural. With delta_s = 1 / (s log s),
+    log(1/delta_s) = log s + log log s, computed in that form.
+
+    Args:
+      rows_seen: () int, scalar observations received so far (traceable).
+      dtype: the float dtype of the result.
+
+    Returns:
+      () log(1/delta_s) = log s + log log s (> 0: at s = 2 it is log(2 log 2) = 0.33).
+    """
+    s = jnp.maximum(2.0, 1.0 + jnp.asarray(rows_seen).astype(dtype))
+    return jnp.log(s) + jnp.log(jnp.log(s))

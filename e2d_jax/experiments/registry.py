@@ -25,7 +25,7 @@ instance ``i`` is drawn from ``instance_key(i)``. The library's agents run on bo
 families where the algorithm exists. Agent names may carry one parameter after ``@``:
 fixed-horizon E2D tuned for n = 500 is ``e2d@500``, also written ``e2d-n500`` (the name used
 in every output); finite-class options of Anytime-E2D follow ``@``
-(``anytime-e2d@track+mixture``).
+(``anytime-e2d@track+mixture``), and UCB with the anytime confidence level is ``ucb@anytime``.
 """
 from __future__ import annotations
 
@@ -379,8 +379,9 @@ def agent_program(text: str, *, horizon: int, options: dict | None = None, famil
     if param is not None and not entry.takes_param:
         raise V.ArgumentError("agents", f"{V.name('agents')}: {entry.name} takes no '@' parameter, got {agent_label(name, param)!r}")
     numeric = set(hyperparameters(text, family) or ()) if ":" not in name else set()
-    numbers = {k: float(v) for k, v in options.items() if k in numeric}
-    static = {k: v for k, v in options.items() if k not in numeric}
+    numbers = {k: float(v) for k, v in options.items()
+               if k in numeric and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    static = {k: v for k, v in options.items() if k not in numbers}
     made = entry.make(AgentRequest(name, param, horizon, static, family))
     if not isinstance(made, AgentProgram):
         key = (entry.name, param if ":" not in name else name, family, tuple(sorted(static.items())))
@@ -411,12 +412,13 @@ def check_options(text: str, options: dict) -> None:
         numeric = {k for (n, _), names in _HYPERPARAMETERS.items() if n == name for k in names}
         unknown = sorted(set(options) - set(entry.options) - numeric)
         if unknown:
-            valid = ", ".join(list(entry.options) + sorted(numeric)) or "none"
+            valid = ", ".join(dict.fromkeys(list(entry.options) + sorted(numeric))) or "none"
             raise V.ArgumentError("agents", f"{V.name('agents')}[{agent_label(name, param)}]: unknown option {', '.join(unknown)} (valid: {valid})")
-        for key in sorted(set(options) & numeric):
+        for key in sorted(set(options) & numeric - set(entry.options)):
             value = options[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise V.ArgumentError("agents", f"{V.name('agents')}[{agent_label(name, param)}]: {key} must be a number, got {value!r}")
+                raise V.ArgumentError(key, f"{V.name('agents')}[{agent_label(name, param)}]: {V.name(key)} must be a "
+                                           f"number, got {value!r}")
 
 
 def hyperparameters(text: str, family: str) -> tuple[str, ...] | None:
@@ -640,10 +642,24 @@ def _e2d(request: AgentRequest):
     return functools.partial(fixed_horizon_e2d, horizon=n, **kwargs)
 
 
-@_builtin("ucb", ("linear", "finite"), (),
-          "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view)")
+@_builtin("ucb", ("linear", "finite"), ("delta",),
+          "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view); delta = 0.01, "
+          "ucb@anytime (option delta = \"anytime\"): delta_s = 1/(s log s) as in the authors' code", takes_param=True)
 def _ucb(request: AgentRequest):
-    return ucb
+    bad = [v for v in (request.param, request.options.get("delta")) if v not in (None, "anytime")]
+    if bad:
+        raise V.ArgumentError("delta", f"{V.name('agents')}[{request.label}]: option {V.name('delta')} takes "
+                                       f"'anytime' (ucb@anytime) or a number, got {bad[0]!r}")
+    if request.param is None and "delta" not in request.options:
+        return ucb
+
+    def anytime_ucb(**hyperparameters):
+        if "delta" in hyperparameters:
+            raise V.ArgumentError("delta", f"{V.name('agents')}[{request.label}]: {V.name('delta')} is 'anytime'; "
+                                           "a grid over delta needs plain ucb")
+        return ucb(delta="anytime", **hyperparameters)
+
+    return anytime_ucb
 
 
 @_builtin("ts", ("linear", "finite"), (), "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")

@@ -20,10 +20,23 @@ def ridge_estimate(obs_rows, observations, d, reg=1.0):
     return np.linalg.solve(v, b), v
 
 
-def ucb_action(features, f_hat, v, sigma, delta, radius, reg):
-    d = features.shape[1]
+def anytime_delta(rows_seen):
+    """delta_s = 1 / (s log s), s = max(2, 1 + rows_seen): the level of the authors' code
+    (pm-ids, branch e2d), whose counter s starts at 1 and adds the length of every observation
+    vector (zero rows included)."""
+    s = max(2, 1 + rows_seen)
+    return 1.0 / (s * np.log(s))
+
+
+def oful_radius(v, sigma, delta, radius, reg):
+    """beta^{1/2} = sigma sqrt(2 log(1/delta) + log det V - d log reg) + sqrt(reg) S."""
+    d = v.shape[0]
     logdet = np.linalg.slogdet(v)[1] - d * np.log(reg)
-    beta_sqrt = sigma * np.sqrt(2 * np.log(1 / delta) + logdet) + np.sqrt(reg) * radius
+    return sigma * np.sqrt(2 * np.log(1 / delta) + logdet) + np.sqrt(reg) * radius
+
+
+def ucb_action(features, f_hat, v, sigma, delta, radius, reg):
+    beta_sqrt = oful_radius(v, sigma, delta, radius, reg)
     width = np.sqrt(np.einsum("ki,ij,kj->k", features, np.linalg.inv(v), features))
     return int(np.argmax(features @ f_hat + beta_sqrt * width))
 

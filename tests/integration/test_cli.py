@@ -55,6 +55,17 @@ def test_run_writes_results_summary_and_plot(tmp_path):
     assert jax.config.jax_compilation_cache_dir is None
 
 
+def test_run_takes_ucb_with_the_anytime_level(tmp_path):
+    """``--agents ucb,ucb@anytime``: both run, under their own names, with different levels."""
+    out = tmp_path / "run"
+    assert cli.main(["run", "--env", "semi-bandit-authors", "--d", "3", "--arms", "5", "--horizon", "30",
+                     "--seeds", "4", "--agents", "ucb,ucb@anytime", "--record-every", "30", "--quiet",
+                     "--out", str(out)]) == 0
+    cells = json.loads((out / "summary.json").read_text())["agents"]
+    assert set(cells) == {"ucb", "ucb@anytime"} and all(c["seeds"] == 4 for c in cells.values())
+    assert cells["ucb"]["final_regret_mean"] != cells["ucb@anytime"]["final_regret_mean"]
+
+
 @pytest.mark.parametrize("value, expected", [("off", "None"), ("OFF", "None"), ("{tmp}", "{tmp}")])
 def test_cache_dir_env_sets_or_turns_off_the_persistent_cache(tmp_path, value, expected):
     code = ("import e2d_jax; e2d_jax.enable_compilation_cache(); import jax; "

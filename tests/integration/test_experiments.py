@@ -16,7 +16,8 @@ import pytest
 import procs
 
 from e2d_jax import cli
-from e2d_jax.experiments import SweepAgent, SweepError, SweepSpec, load_toml, run_sweep, units
+from e2d_jax.experiments import SweepAgent, SweepError, SweepSpec, load_toml, registry, run_sweep, units
+from e2d_jax.experiments.spec import plan
 from e2d_jax.experiments.figures import figures
 from e2d_jax.paper.presets import experiment_spec
 
@@ -195,6 +196,26 @@ def test_shipped_sweep_file_and_plot(tmp_path):
     final = figs["final_regret"].axes[0]
     assert sorted(t.get_text() for t in final.get_yticklabels()) == sorted(legend)
     assert len({tuple(p.get_facecolor()[:3]) for p in final.patches}) == len(legend)
+
+
+def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
+    """``delta = "anytime"`` in an [[agents]] table, and the name ``ucb@anytime``, reach the agent;
+    a numeric delta is a fixed number of the entry: a cell of UCB's program."""
+    head = "env = 'semi-bandit-authors'\nhorizon = 10\nseeds = 2\n"
+    path = tmp_path / "ucb.toml"
+    path.write_text(head + "[[agents]]\nname = 'ucb'\n[[agents]]\nname = 'ucb'\nlabel = 'ucb-anytime'\n"
+                    "delta = 'anytime'\n[[agents]]\nname = 'ucb@anytime'\n")
+
+    def deltas(spec):
+        return {a.label: dict(registry.agent_factory(a.name, horizon=spec.horizon, options=dict(a.options),
+                                                     family="linear")().config[1])["delta"] for a in spec.agents}
+
+    assert deltas(load_toml(path)) == {"ucb": 0.01, "ucb-anytime": "anytime", "ucb@anytime": "anytime"}
+    shipped = load_toml(ROOT / "sweeps" / "ucb_delta.toml")
+    assert deltas(shipped)["ucb-anytime"] == "anytime"
+    path.write_text(head + "[[agents]]\nname = 'ucb'\n[[agents]]\nname = 'ucb'\nlabel = 'ucb-05'\ndelta = 0.05\n")
+    programs = plan(load_toml(path), "linear", 64).programs
+    assert [(p.label, p.cells["delta"].tolist()) for p in programs] == [("ucb+ucb-05", [0.01, 0.05])]
 
 
 @pytest.mark.parametrize("text, needle", [

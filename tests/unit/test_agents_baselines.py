@@ -7,8 +7,9 @@ import pytest
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
+from e2d_jax.estimators import ridge
 from e2d_jax.sim.rollout import rollout
-from reference import run_linear_agent, ts_action, ucb_action
+from reference import anytime_delta, oful_radius, run_linear_agent, ts_action, ucb_action
 
 HORIZON = 50
 
@@ -43,7 +44,7 @@ def _draws(key, m, d):
     return noises, zs
 
 
-@pytest.mark.parametrize("name", ["ucb", "ts"])
+@pytest.mark.parametrize("name", ["ucb", "ucb-anytime", "ts"])
 @pytest.mark.parametrize("env_name", ["semi", "linear"])
 def test_parity_with_numpy_reference(name, env_name):
     key_env, key = jax.random.split(jax.random.key(11))
@@ -58,6 +59,12 @@ def test_parity_with_numpy_reference(name, env_name):
     if name == "ucb":
         agent = ucb(delta=0.05, radius=1.0, reg=1.0)
         choose = lambda t, f_hat, v: ucb_action(feats, f_hat, v, sigma, 0.05, 1.0, 1.0)
+    elif name == "ucb-anytime":
+        # Before round t (0-based) m t observation rows have been received, m = K on the
+        # semi-bandit (padded rows included), 1 on the linear bandit.
+        agent = ucb(delta="anytime", radius=1.0, reg=1.0)
+        rows = mats.shape[1]
+        choose = lambda t, f_hat, v: ucb_action(feats, f_hat, v, sigma, anytime_delta(rows * t), 1.0, 1.0)
     else:
         agent = thompson_sampling(scale=1.0, reg=1.0)
         choose = lambda t, f_hat, v: ts_action(feats, f_hat, v, sigma, zs[t])
@@ -77,9 +84,46 @@ def test_parity_with_numpy_reference(name, env_name):
     np.testing.assert_allclose(res.regret, np.cumsum(gaps[ref_a]), rtol=1e-12, atol=1e-12)
 
 
+def test_anytime_delta_sequence():
+    """delta_s = 1 / (s log s), s = max(2, 1 + rows seen), against the reference, on the rows
+    counts of the first rounds with m = 1 and m = 10 observation rows per round."""
+    for m in (1, 10):
+        for t in (0, 1, 2, 3, 10, 1999):
+            got = np.exp(-float(ridge.anytime_log_inv_delta(jnp.int32(m * t), jnp.float64)))
+            # log s + log log s against log(s log s) in float64: rounding only.
+            np.testing.assert_allclose(got, anytime_delta(m * t), rtol=1e-12)
+    # The first round (s = max(2, 1) = 2), the second with K = 10 rows (s = 11), and late in a
+    # run of 2000 rounds with K = 10 (s = 19991: about 5e-6, the level the authors' UCB ends at).
+    np.testing.assert_allclose(anytime_delta(0), 1 / (2 * np.log(2)))
+    np.testing.assert_allclose(anytime_delta(10), 1 / (11 * np.log(11)))
+    assert 5.0e-6 < anytime_delta(10 * 1999) < 5.1e-6
+
+
+def test_anytime_confidence_radius_against_numpy():
+    """beta_t^{1/2} of ucb(delta="anytime") over the first rounds, against the reference built
+    from V_t = I + sum M^T M by a direct log-determinant."""
+    params = linear.semi_bandit_authors(jax.random.key(3), 3, 10, dtype=jnp.float64)
+    model = params.model
+    mats, m = np.asarray(model.obs_matrices), model.obs_matrices.shape[1]
+    state = ridge.init(3, reg=1.0, dtype=jnp.float64)
+    v = np.eye(3)
+    rng = np.random.default_rng(0)
+    for t, a in enumerate([0, 4, 4, 7, 0, 2]):
+        log_inv = ridge.anytime_log_inv_delta(m * state.count, jnp.float64)
+        got = ridge.confidence_width(state, 1.0, 1.0, log_inv, reg=1.0)
+        # log det by the matrix determinant lemma against slogdet: float64 rounding.
+        np.testing.assert_allclose(float(got), oful_radius(v, 1.0, anytime_delta(m * t), 1.0, 1.0), rtol=1e-10)
+        y = mats[a] @ np.asarray(params.theta) + rng.normal(size=m) * np.asarray(model.obs_mask[a])
+        state = ridge.update(state, jnp.asarray(mats[a]), jnp.asarray(y))
+        v += mats[a].T @ mats[a]
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: ucb(delta=0.0), "delta"),
     (lambda: ucb(delta=1.5), "delta"),
+    (lambda: ucb(delta=-1), "delta"),
+    (lambda: ucb(delta="nope"), "delta"),
+    (lambda: ucb(delta=None), "delta"),
     (lambda: ucb(radius=-1.0), "radius"),
     (lambda: ucb(reg=0.0), "reg"),
     (lambda: thompson_sampling(scale=0.0), "scale"),

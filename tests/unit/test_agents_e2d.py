@@ -99,6 +99,7 @@ def test_bad_arguments(call, name):
 
 AGENTS = {
     "ucb": ucb,
+    "ucb-anytime": lambda: ucb(delta="anytime"),
     "ts": thompson_sampling,
     "anytime-e2d": anytime_e2d,
     "e2d": lambda: fixed_horizon_e2d(horizon=50),
@@ -118,6 +119,7 @@ ENVS = {
 CONFORMANCE = [(a, e) for a in ("ucb", "ts", "anytime-e2d", "e2d") for e in sorted(ENVS)]
 # The grid solvers compile a batched solve per lambda: one environment each keeps the run short.
 CONFORMANCE += [("anytime-e2d-delta", "semi"), ("anytime-e2d-paper", "semi-d>K")]
+CONFORMANCE += [("ucb-anytime", "semi"), ("ucb-anytime", "mab")]
 
 
 @pytest.mark.parametrize("agent_name, env_name", CONFORMANCE)

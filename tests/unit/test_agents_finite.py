@@ -34,6 +34,7 @@ AGENTS = {
     "e2d": lambda m: agents.fixed_horizon_e2d(lam=3.0),
     "ts-finite": lambda m: posterior_sampling(),
     "ucb-view": lambda m: ucb(),
+    "ucb-anytime-view": lambda m: ucb(delta="anytime"),
     "ts-view": lambda m: thompson_sampling(),
 }
 

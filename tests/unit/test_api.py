@@ -146,6 +146,7 @@ LINEAR_GRIDS = {
     "fixed_horizon_e2d": (lambda **h: e2d.fixed_horizon_e2d(horizon=100, **h), {"lam_scale": [0.5, 2.0]}),
     "fixed_horizon_e2d(lam)": (e2d.fixed_horizon_e2d, {"lam": [1.0, 3.0]}),
     "ucb": (e2d.ucb, {"delta": [0.01, 0.1], "radius": [1.0, 2.0], "reg": [1.0, 0.5]}),
+    "ucb(anytime)": (lambda **h: e2d.ucb(delta="anytime", **h), {"radius": [1.0, 2.0], "reg": [1.0, 0.5]}),
     "thompson_sampling": (e2d.thompson_sampling, {"scale": [0.5, 1.0], "reg": [1.0, 2.0]}),
 }
 FINITE_GRIDS = {
