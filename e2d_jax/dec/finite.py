@@ -740,8 +740,8 @@ def finite_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None
     solver = S.resolve(solver, "finite", "offset", gap_type, **options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
-    return _offset_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(lam, dtype),
-                       _warm(mu0, omega0, k, m, dtype), solver=solver)
+    return S.in_float64(lambda dt: _offset_jit(jnp.asarray(gaps, dt), jnp.asarray(info, dt), jnp.asarray(lam, dt),
+                                                _warm(mu0, omega0, k, m, dt), solver=solver), dtype, gaps, info, lam)
 
 
 def finite_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
@@ -790,5 +790,5 @@ def finite_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, ome
     solver = S.resolve(solver, "finite", "acdec", gap_type, **options)
     dtype = _dtype(gaps, info)
     k, m = jnp.shape(gaps)
-    return _acdec_jit(jnp.asarray(gaps, dtype), jnp.asarray(info, dtype), jnp.asarray(eps2, dtype),
-                      _warm(mu0, omega0, k, m, dtype), solver=solver)
+    return S.in_float64(lambda dt: _acdec_jit(jnp.asarray(gaps, dt), jnp.asarray(info, dt), jnp.asarray(eps2, dt),
+                                               _warm(mu0, omega0, k, m, dt), solver=solver), dtype, gaps, info, eps2)

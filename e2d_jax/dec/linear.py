@@ -696,15 +696,18 @@ def linear_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, ome
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
     solver = S.resolve(solver, "linear", "acdec", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
-    warm = _warm(mu0, omega0, features.shape[0], dtype)
-    if model is not None:
-        span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
-        return _acdec_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm, solver=solver,
-                           gap_type=gap_type)
-    features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
-    rank = _static_rank(grams, rank)
-    return _acdec_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(eps2, dtype), warm,
-                         solver=solver, gap_type=gap_type, rank=rank)
+    rank = None if model is not None else _static_rank(jnp.asarray(grams), rank)
+
+    def call(dt):
+        warm = _warm(mu0, omega0, features.shape[0], dt)
+        if model is not None:
+            span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dt), model.span)
+            return _acdec_span(span, jnp.asarray(f_hat, dt), jnp.asarray(eps2, dt), warm, solver=solver,
+                               gap_type=gap_type)
+        return _acdec_arrays(jnp.asarray(features, dt), jnp.asarray(grams, dt), jnp.asarray(f_hat, dt),
+                             jnp.asarray(eps2, dt), warm, solver=solver, gap_type=gap_type, rank=rank)
+
+    return S.in_float64(call, dtype, features, grams, f_hat, eps2)
 
 
 def linear_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, omega0=None,
@@ -725,12 +728,15 @@ def linear_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
     solver = S.resolve(solver, "linear", "offset", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
-    warm = _warm(mu0, omega0, features.shape[0], dtype)
-    if model is not None:
-        span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype), model.span)
-        return _offset_span(span, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm, solver=solver,
-                            gap_type=gap_type)
-    features, grams = jnp.asarray(features, dtype), jnp.asarray(grams, dtype)
-    rank = _static_rank(grams, rank)
-    return _offset_arrays(features, grams, jnp.asarray(f_hat, dtype), jnp.asarray(lam, dtype), warm,
-                          solver=solver, gap_type=gap_type, rank=rank)
+    rank = None if model is not None else _static_rank(jnp.asarray(grams), rank)
+
+    def call(dt):
+        warm = _warm(mu0, omega0, features.shape[0], dt)
+        if model is not None:
+            span = jax.tree_util.tree_map(lambda x: jnp.asarray(x, dt), model.span)
+            return _offset_span(span, jnp.asarray(f_hat, dt), jnp.asarray(lam, dt), warm, solver=solver,
+                                gap_type=gap_type)
+        return _offset_arrays(jnp.asarray(features, dt), jnp.asarray(grams, dt), jnp.asarray(f_hat, dt),
+                              jnp.asarray(lam, dt), warm, solver=solver, gap_type=gap_type, rank=rank)
+
+    return S.in_float64(call, dtype, features, grams, f_hat, lam)

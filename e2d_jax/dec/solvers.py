@@ -37,6 +37,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+import jax
+import jax.numpy as jnp
+
 from e2d_jax import _checks as V
 from e2d_jax.types import GAP_TYPES
 
@@ -275,7 +278,9 @@ SOLVERS: dict[str, Solver] = {
     # lambda grid, no refinement, no early stop.
     "paper": FrankWolfeGrid(maxiter=100, rtol=0.0, check_every=100, lam_grid=50, lam_refine=1, lam_rounds=0),
     "ipm": MatrixGameIPM(),
-    "lambda-search": LambdaSearch(),
+    # An absolute tolerance of 1e-9 (in regret units) certifies the classes whose DEC is 0 to
+    # float64's rounding; it is far below any regret a run could measure.
+    "lambda-search": LambdaSearch(atol=1e-9),
 }
 
 
@@ -312,3 +317,21 @@ def resolve(solver, family: str | None = None, program: str | None = None, gap_t
     if family is not None and program is not None:
         solver.check(family, program, gap_type)
     return solver
+
+
+def in_float64(call, dtype, *inputs):
+    """``call(working dtype)`` in float64 when every input is concrete, its answer cast back to
+    ``dtype`` (the inputs'); under ``jit``/``vmap`` (traced inputs) in ``dtype`` itself.
+
+    The public DEC functions certify their answers this way: a certificate is only as tight as
+    the rounding of the sums it is made of, and in float32 that floor, 50 ulps of the largest
+    entry of the program, exceeds the 1e-3 tolerance on some problems (a finite game at a large
+    lambda; a nearly singular design matrix). float32 problems are exactly float64 problems, so
+    the float64 answer is that of the given problem, rounded once at the end.
+    """
+    if not all(V.is_concrete(x) for x in jax.tree_util.tree_leaves(inputs)) or dtype == jnp.float64:
+        return call(dtype)
+    with jax.enable_x64(True):
+        out = call(jnp.float64)
+    floating = lambda x: jnp.issubdtype(jnp.result_type(x), jnp.floating)  # noqa: E731
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x, dtype) if floating(x) else x, out)
