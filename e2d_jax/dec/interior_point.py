@@ -94,10 +94,13 @@ offset certificate, L(mu, omega_n) + min_pi g_pi - <g, mu> with g = J^T omega_n 
 exact arithmetic), written in a form whose validity does not depend on W being the exact
 solve: in float32 the linearisation form loses cond(V) x eps relative (large gradients
 cancelling near an almost singular V) and can exceed the true optimum, this one cannot,
-beyond the rounding of a few dot products. W is computed with one step of iterative
-refinement whose residual x_b - sum_pi mu_pi G_pi w_b - null_proj w_b is formed term by term
-(not through the rounded V), and the value 2 x^T w - w^T V w is second-order accurate in the
-error of w, so upper is F(mu) to a few ulps of its terms rather than to cond(V) x eps. Two
+beyond the rounding of a few dot products. The upper bound needs the opposite care, since
+the minorant understates F(mu) when W is inexact: W is computed with one step of iterative
+refinement whose residual rho_b = x_b - sum_pi mu_pi G_pi w_b - null_proj w_b is formed term
+by term (not through the rounded V); the minorant's shortfall is exactly
+rho_b^T V^{-1} rho_b, estimated with one more solve and added back (so upper is F(mu) to a
+few ulps of its terms rather than to cond(V) x eps), and where it exceeds 1e-4 x c_b (V(mu)
+singular to working precision along x_b) the iterate gets no upper bound at all. Two
 more facts give the bound a floor and a second candidate: F >= 0 (max_b r_b - <mu, r> >= 0
 and c_b >= 0), so lower >= 0; and at each iterate mu, the mixture with the entries below
 1e-3 x max(mu) set to 0 is evaluated too (when its V is not singular to working precision),
@@ -159,6 +162,8 @@ STEP_LADDER = (1.0, 0.5, 0.2, 0.05, 0.01, 1e-3)
 NONLINEARITY = 10.0
 #: Entries of mu below this fraction of its largest are set to 0 in the purified candidate.
 PURIFY = 1e-3
+#: Largest accepted estimated shortfall of the minorant, relative to c_b (see :func:`evaluate`).
+SHORTFALL = 1e-4
 #: Share of the uniform distribution mixed into a warm start.
 WARM_MIX = 0.1
 #: Smallest centring parameter: the barrier parameter falls at most tenfold per iteration.
@@ -173,6 +178,7 @@ class Pieces(NamedTuple):
     payoff: jax.Array  # (K, K) A[b, j] of the certificate (module docstring)
     p: jax.Array  # (K_b, K_i, r) p_{b,i}, with grad^2 c_b = 2 P_b^T V^{-1} P_b
     low: jax.Array  # (r, r) Cholesky factor of V(mu)
+    upper: jax.Array  # () F(mu) = max_b h_b, or +inf where it cannot be evaluated accurately
 
 
 class InteriorPointState(NamedTuple):
@@ -205,7 +211,8 @@ class InteriorPointSolution(NamedTuple):
       gap: () upper - lower (>= 0 up to rounding).
       iterations: () int32 Newton iterations taken until the tolerance (or ``maxiter``).
       status: () int32 :class:`~e2d_jax.types.Status`: OK (gap <= rtol |upper| + atol),
-        MAX_ITER, or NONFINITE (a non-finite certificate: do not trust the answer).
+        MAX_ITER, or NONFINITE (a non-finite certificate, e.g. NaN inputs, or no iterate whose
+        objective could be evaluated: do not trust the answer).
     """
 
     mu: jax.Array
@@ -232,17 +239,27 @@ def directions(mu, s: ObservableSpan, gap_type: str = "delta_f"):
 
 
 def _refined_weights(mu, s: ObservableSpan, low, x):
-    """W = V(mu)^{-1} X^T (r, K) and G_pi w_b (K_b, K_pi, r), with one refinement step whose
-    residual is formed term by term, not through the rounded V."""
+    """W = V(mu)^{-1} X^T (r, K), G_pi w_b (K_b, K_pi, r), and the estimated shortfall of the
+    minorant 2 x_b^T w_b - w_b^T V w_b below c_b (K,).
+
+    One refinement step whose residual x_b - sum_pi mu_pi G_pi w_b - null_proj w_b is formed
+    term by term, not through the rounded V. The shortfall is exactly rho_b^T V^{-1} rho_b
+    for the final residual rho_b; it is estimated with one more solve.
+    """
+    def residual(w, gw):
+        return x.T - jnp.einsum("p,bpi->ib", mu, gw) - s.null_proj @ w
+
     w = _linalg.cholesky_solve(low, x.T)
+    w = w + _linalg.cholesky_solve(low, residual(w, jnp.einsum("pij,jb->bpi", s.grams, w)))
     gw = jnp.einsum("pij,jb->bpi", s.grams, w)
-    residual = x.T - jnp.einsum("p,bpi->ib", mu, gw) - s.null_proj @ w
-    w = w + _linalg.cholesky_solve(low, residual)
-    return w, jnp.einsum("pij,jb->bpi", s.grams, w)
+    rho = residual(w, gw)
+    shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
+    return w, gw, shortfall
 
 
-def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type):
-    """A (K_b, K_j) of the certificate and the pieces of the Jacobian it shares."""
+def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type, mu):
+    """A (K_b, K_j) of the certificate, the pieces of the Jacobian it shares, and the
+    minorant's c_b = 2 x_b^T w_b - w_b^T V(mu) w_b (K,)."""
     wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
     wnw = jnp.einsum("ib,ij,jb->b", w, s.null_proj, w)
     fw = (s.features @ w).T  # (b, pi): phi_pi^T w_b
@@ -250,19 +267,23 @@ def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type):
         xw = jnp.broadcast_to(jnp.diagonal(fw)[:, None], fw.shape)  # phi_b^T w_b
     else:
         xw = jnp.diagonal(fw)[:, None] - fw  # (phi_b - phi_j)^T w_b
-    payoff = r[:, None] - r[None, :] + (2.0 * xw - wgw - wnw[:, None]) / (4.0 * lam)
-    return payoff, wgw, fw
+    quad = 2.0 * xw - wgw - wnw[:, None]
+    payoff = r[:, None] - r[None, :] + quad / (4.0 * lam)
+    return payoff, wgw, fw, quad @ mu
 
 
 def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces:
     """h, its Jacobian, the certificate's payoff matrix and what the Hessian needs, at mu.
 
-    h = A mu (equal to r_b - <mu, r> + c_b / (4 lambda), see the module docstring).
+    h_b = (A mu)_b + shortfall_b / (4 lambda), the minorant plus its estimated shortfall
+    (equal to r_b - <mu, r> + c_b / (4 lambda), see the module docstring). ``upper`` is
+    max_b h_b, or +inf where the solve is too inaccurate to evaluate F (a shortfall above
+    ``SHORTFALL`` x c_b: V(mu) is singular to working precision along some x_b).
     """
     low = _linalg.psd_cholesky(design_matrix(mu, s))
     x = directions(mu, s, gap_type)
-    w, gw = _refined_weights(mu, s, low, x)
-    payoff, wgw, fw = _payoff(s, r, lam, w, gw, gap_type)
+    w, gw, shortfall = _refined_weights(mu, s, low, x)
+    payoff, wgw, fw, c = _payoff(s, r, lam, w, gw, gap_type, mu)
     if gap_type == "delta_f":
         dc = -wgw
         p = gw
@@ -270,12 +291,16 @@ def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces
         dc = -wgw - 2.0 * fw
         p = gw + s.features[None, :, :]
     jac = -r[None, :] + dc / (4.0 * lam)
-    return Pieces(h=payoff @ mu, jac=jac, payoff=payoff, p=p, low=low)
+    h = payoff @ mu + shortfall / (4.0 * lam)
+    accurate = jnp.all(shortfall <= SHORTFALL * (c + shortfall)) & jnp.all(jnp.isfinite(h))
+    return Pieces(h=h, jac=jac, payoff=payoff, p=p, low=low,
+                  upper=jnp.where(accurate, jnp.max(h), jnp.inf))
 
 
 def objective(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
-    """F(mu) = max_b h_b(mu), evaluated as the certificate's upper bound."""
-    return jnp.max(evaluate(mu, s, r, lam, gap_type).h)
+    """F(mu) = max_b h_b(mu), evaluated as the certificate's upper bound (+inf where the
+    solve is too inaccurate, see :func:`evaluate`)."""
+    return evaluate(mu, s, r, lam, gap_type).upper
 
 
 def _constraints_fast(mu, s: ObservableSpan, r, lam, gap_type):
@@ -299,23 +324,21 @@ def certificate(mu, omega, pieces: Pieces):
     """``(upper, lower, omega_n)``: upper = max_b (A mu)_b = F(mu) and lower =
     min_j (omega_n^T A)_j <= min F, for omega_n = omega / 1^T omega (module docstring)."""
     om = omega / jnp.sum(omega)
-    return jnp.max(pieces.h), jnp.min(om @ pieces.payoff), om
+    return pieces.upper, jnp.min(om @ pieces.payoff), om
 
 
 def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
     """``(mu_p, F(mu_p))`` for mu_p = mu with the entries below ``PURIFY`` x max(mu) set to 0
     (renormalised); F is +inf when V(mu_p) is singular to working precision (a pivot of its
-    Cholesky factor below sqrt(eps) x its largest diagonal entry), where the floored solve
-    would understate it."""
+    Cholesky factor below sqrt(eps) x its largest diagonal entry, or a shortfall as in
+    :func:`evaluate`), where the floored solve would understate it."""
     mu_p = jnp.where(mu >= PURIFY * jnp.max(mu), mu, 0.0)
     mu_p = mu_p / jnp.sum(mu_p)
     v = design_matrix(mu_p, s)
-    low = _linalg.psd_cholesky(v)
     eps = jnp.finfo(mu.dtype).eps
-    regular = jnp.min(jnp.diagonal(low) ** 2) >= jnp.sqrt(eps) * jnp.max(jnp.diagonal(v))
-    w, gw = _refined_weights(mu_p, s, low, directions(mu_p, s, gap_type))
-    upper = jnp.max(_payoff(s, r, lam, w, gw, gap_type)[0] @ mu_p)
-    return mu_p, jnp.where(regular & jnp.isfinite(upper), upper, jnp.inf)
+    regular = jnp.min(jnp.diagonal(_linalg.psd_cholesky(v)) ** 2) >= jnp.sqrt(eps) * jnp.max(jnp.diagonal(v))
+    upper = objective(mu_p, s, r, lam, gap_type)
+    return mu_p, jnp.where(regular, upper, jnp.inf)
 
 
 # --------------------------------------------------------------------------------------
@@ -352,11 +375,12 @@ def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=
     pieces = evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = certificate(mu, omega, pieces)
     g = om @ pieces.jac
+    value = jnp.max(pieces.h)  # = upper unless the start's solve is inaccurate (upper = inf)
     size = jnp.maximum(jnp.max(jnp.abs(pieces.h)), jnp.max(jnp.abs(g)))
-    theta = jnp.maximum(upper - lower, jnp.maximum(1e-3 * size, jnp.finfo(dtype).tiny ** 0.5))
+    theta = jnp.maximum(value - lower, jnp.maximum(1e-3 * size, jnp.finfo(dtype).tiny ** 0.5))
     gmin = jnp.min(g)
     return InteriorPointState(
-        mu=mu, s=upper + theta, t=upper + theta - pieces.h, omega=om, z=g - gmin + theta, nu=theta - gmin,
+        mu=mu, s=value + theta, t=value + theta - pieces.h, omega=om, z=g - gmin + theta, nu=theta - gmin,
         pieces=pieces, best_mu=mu, best_omega=om, upper=upper, lower=jnp.maximum(lower, 0.0),
         ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32), iter_num=jnp.zeros((), jnp.int32),
     )
@@ -485,7 +509,7 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
     """min_{mu in simplex} max_b r_b - <mu, r> + c_b(mu) / (4 lambda), with a certified gap.
 
     Traceable (jit, vmap over problems and over ``lam``); the checks are on static shapes and
-    configuration only.
+    configuration only. The Gram matrices are symmetrised first (the pieces below assume it).
 
     Args:
       s: the model class in observable-span coordinates (features (K, r), grams (K, r, r),
@@ -504,6 +528,9 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
       InteriorPointSolution (shapes as in the problem, dtype of ``s.features``).
     """
     _check(s, r, gap_type, maxiter)
+    # Exactly symmetric data: the Cholesky factor reads one triangle and the quadratic forms
+    # of the certificate both (a float32 span's Gram matrices differ by an ulp across them).
+    s = s._replace(grams=0.5 * (s.grams + jnp.swapaxes(s.grams, -1, -2)), null_proj=0.5 * (s.null_proj + s.null_proj.T))
     dtype = s.features.dtype
     r = jnp.asarray(r, dtype)
     lam = jnp.asarray(lam, dtype)
@@ -512,22 +539,22 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
     def done(st):
         return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
 
-    def finite(st):
-        return jnp.isfinite(st.upper) & jnp.isfinite(st.lower)
+    def broken(st):  # (an upper bound of +inf only means that none is certified yet)
+        return jnp.isnan(st.upper) | ~jnp.isfinite(st.lower)
 
     def advance(st):
         return step(s, r, lam, st, gap_type)
 
     if early_stop:
-        state = lax.while_loop(lambda st: (st.iter_num < maxiter) & ~done(st) & finite(st) & (st.failures < 4),
+        state = lax.while_loop(lambda st: (st.iter_num < maxiter) & ~done(st) & ~broken(st) & (st.failures < 4),
                                advance, state)
     else:
         def body(_, st):
-            frozen = done(st) | ~finite(st) | (st.failures >= 4)
+            frozen = done(st) | broken(st) | (st.failures >= 4)
             return jax.tree_util.tree_map(lambda old, new: jnp.where(frozen, old, new), st, advance(st))
 
         state = lax.fori_loop(0, maxiter, body, state)
-    ok_values = finite(state) & jnp.all(jnp.isfinite(state.best_mu))
+    ok_values = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
     status = jnp.where(~ok_values, Status.NONFINITE, jnp.where(done(state), Status.OK, Status.MAX_ITER))
     return InteriorPointSolution(mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
                                  gap=state.upper - state.lower, iterations=state.iter_num,

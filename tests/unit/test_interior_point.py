@@ -207,6 +207,19 @@ def test_certificate_is_the_linearisation_bound_and_a_minorant(gap_type):
             assert np.all(pieces.payoff @ other <= _plain_h(other, span, r, lam, gap_type) + 1e-9)
 
 
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_no_upper_bound_where_v_is_singular(dtype):
+    """At a vertex of a linear bandit V(mu) = phi phi^T is singular and F = +inf; the floored
+    solve would return a finite (wrong) minorant, so the objective must be +inf there."""
+    feats, grams, f_hat, lam = INSTANCES[(10, 3)][1]
+    span, r, _ = _batch([INSTANCES[(10, 3)][1]], dtype)
+    span, r = jax.tree_util.tree_map(lambda x: x[0], (span, r))
+    vertex = jnp.zeros(10, dtype).at[0].set(1.0)
+    assert np.isinf(float(ip.objective(vertex, span, r, lam)))
+    assert np.isinf(float(ip.purified(vertex, span, r, lam)[1]))
+    assert np.isfinite(float(ip.objective(jnp.full(10, 0.1, dtype), span, r, lam)))
+
+
 # --------------------------------------------------------------------------------------
 # vmap, the loops, warm starts, lambda grids
 
