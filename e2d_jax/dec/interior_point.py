@@ -127,8 +127,17 @@ within tolerance, after ``maxiter`` iterations, or after 4 rejected steps in a r
 Warm starts. ``mu0`` and ``omega0`` may be given (e.g. the previous round's answer); they are
 mixed with ``WARM_MIX`` of the uniform distribution (an interior-point method must start in
 the interior, and away from the boundary, or its first steps are short), and the slacks and
-the multipliers z, nu are rebuilt around them as for a cold start. How much a warm start
-saves on slowly changing problems is measured by ``benchmarks/interior_point.py``.
+the multipliers z, nu are rebuilt around them as for a cold start. On slowly changing
+problems (f_hat moving by steps of norm 0.01, ``benchmarks/interior_point.py``) a warm start
+cuts the iterations to 1e-4 from 9 to 6 in the median (p90 11 to 8): a saving only with
+``early_stop=True`` or a smaller ``maxiter``; the fixed loop runs its budget either way, and
+its worst case (the iterations a cold start may need) is unchanged.
+
+Accuracy (float32, 25 iterations, rtol 1e-4, ``benchmarks/interior_point.py``, random
+problems of shapes (K, d) in {(3, 2), (10, 3), (10, 30), (20, 5)}, lambda in [0.1, 100]):
+97.5-100% certified at 1e-4, in 7-10 iterations in the median and at most 14 where K <= 10;
+the certified lower bound is within 6.5e-5 of the optimum at the 90th percentile over a
+lambda grid in [1e-2, 1e3] (the misses are at lambda >= 10, see 'Floating point').
 
 References:
   Kirschner, Bakhtiari, Chandak, Tkachuk and Szepesvari (2023), Regret Minimization via
