@@ -330,8 +330,8 @@ def hessian(weights, pieces: Pieces, lam):
 
 
 def certificate(mu, omega, pieces: Pieces):
-    """``(upper, lower, omega_n)``: upper = max_b (A mu)_b = F(mu) and lower =
-    min_j (omega_n^T A)_j <= min F, for omega_n = omega / 1^T omega (module docstring)."""
+    """``(upper, lower, omega_n)``: upper = F(mu) (``pieces.upper``, see :func:`evaluate`) and
+    lower = min_j (omega_n^T A)_j <= min F, for omega_n = omega / 1^T omega (module docstring)."""
     om = omega / jnp.sum(omega)
     return pieces.upper, jnp.min(om @ pieces.payoff), om
 
