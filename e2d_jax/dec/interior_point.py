@@ -1,0 +1,570 @@
+"""A primal-dual interior-point method for the offset DEC of a linear model at a fixed lambda.
+
+The program (the linear-DEC lemma, Section 3.4, at a fixed lambda > 0; see
+``e2d_jax.dec.linear``) in observable-span coordinates is
+
+    min_{mu in simplex_K} F(mu),   F(mu) = max_b h_b(mu),
+    h_b(mu) = r_b - <mu, r> + c_b(mu) / (4 lambda),   c_b(mu) = x_b^T V(mu)^{-1} x_b,
+
+with r = Phi f_hat, V(mu) = sum_pi mu_pi G_pi + null_proj and x_b = phi_b (gaps Delta_f) or
+x_b = phi_b - Phi^T mu (gaps Delta). c_b is the matrix-fractional function (x, V) -> x^T V^{-1}
+x, jointly convex, of an affine x and an affine V, so every h_b and F are convex on the open
+simplex (where V(mu) is positive definite).
+
+Formulation. The epigraph form with slacks t,
+
+    min_{mu, s, t} s   s.t.   h_b(mu) - s + t_b = 0,  t_b >= 0 (b = 1..K),   mu >= 0,   1^T mu = 1,
+
+with multipliers omega_b >= 0 for the epigraph constraints (the max player's mixture: 1^T
+omega = 1 at optimality, from the stationarity in s), z_pi >= 0 for mu >= 0 and nu for the
+equality. For a barrier parameter m > 0 the central path solves
+
+    J^T omega - z + nu 1 = 0        (stationarity in mu; J (K, K), row b = grad h_b(mu))
+    1^T omega = 1                   (stationarity in s)
+    h(mu) - s 1 + t = 0,   1^T mu = 1
+    omega_b t_b = m,   z_pi mu_pi = m,
+
+followed by Newton's method with Mehrotra's predictor-corrector (Nocedal and Wright,
+Numerical Optimization, 2nd ed., Sections 14.2 and 19.3). The method is infeasible in the
+epigraph constraints: a step along the linearisation of the convex h_b overshoots (the true
+h_b(mu + dmu) lies above h_b + J dmu), and the next Newton step removes the residual
+h - s + t. A feasible variant (t = s - h(mu) at every iterate) is the textbook choice but
+stalls here: near an optimum at which V(mu) is almost singular c_b is strongly curved, the
+true slacks collapse long before the linearised ones, and the steps shrink to a few percent.
+
+Derivatives (closed forms; ``tests/unit/test_interior_point.py`` checks them against
+``jax.hessian``). With w_b = V^{-1} x_b:
+
+    gaps Delta_f:  d c_b / d mu_i = -w_b^T G_i w_b,
+                   d^2 c_b / d mu_i d mu_j = 2 (G_i w_b)^T V^{-1} (G_j w_b);
+    gaps Delta:    d c_b / d mu_i = -2 phi_i^T w_b - w_b^T G_i w_b,
+                   d^2 c_b / d mu_i d mu_j = 2 p_i^T V^{-1} p_j,  p_i = phi_i + G_i w_b.
+
+Newton system. With H = sum_b omega_b grad^2 h_b (K x K, PSD), d = omega / t,
+delta = 1^T d and the d-weighted mean gradient g_bar = J^T d / delta, eliminating dt, domega
+and dz leaves (dmu, ds, dnu); eliminating ds leaves
+
+    (H + J_c^T diag(d) J_c + diag(z / mu)) dmu + dnu 1 = rhs,   1^T dmu = 1 - 1^T mu,
+
+with J_c = J - 1 g_bar^T (rows centred at the weighted mean: J^T D J - u u^T / delta written
+without the cancellation that costs float32 its digits near the optimum). The K x K matrix is
+positive definite (diag(z / mu) > 0); it is scaled to unit diagonal (z / mu spans many orders
+of magnitude near the optimum) and factored once by Cholesky, the equality is eliminated by a
+Schur complement (two solves with the one factor: no LU and no indefinite (K + 2)-system),
+and the predictor and the corrector share the factor (with one step of iterative refinement
+each). One iteration costs two r x r Cholesky factorisations (V at the new iterate, V at its
+purified neighbour, see the certificate), the K^2 vectors G_i w_b and their V^{-1}-solves,
+O(K^3 r) for H, one K x K Cholesky, and the six trial evaluations of the step rule (one
+r x r factorisation each).
+
+Step rule. The centring parameter is Mehrotra's sigma = (m_aff / m)^3, raised when the
+iterate is badly centred (the rule of Vanderbei's LOQO: sigma >= 0.1 min(0.05 (1 - xi) / xi,
+2)^3 with xi = min_i (complementarity product i) / m), and never below ``SIGMA_MIN`` = 0.1,
+so that m falls at most tenfold per iteration: the curvature regenerates residuals that the
+linear model does not see, and a barrier parameter far below them leaves Newton matrices
+whose term J_c^T diag(omega / t) J_c (of size 1 / m) swamps the curvature H, which float32
+then loses (measured on the benchmark's problems: without the floor 2% of float32 problems,
+5% at K = 20, stall above 1e-4, with it 0.3%; the median iterations to 1e-4 rise
+by one).
+
+All variables take one step length alpha (a common step keeps the multipliers from running
+ahead of a primal iterate that the curvature holds back): the largest alpha <= 1 with 1% of the distance to the boundary left
+for t, omega, z and 10% for mu (mu_pi shrinks at most tenfold per step, which keeps c_b,
+roughly proportional to 1 / mu_pi along poorly covered directions, from jumping by orders of
+magnitude within one step), then the longest of the fixed ladder alpha x (1, 0.5, 0.2, 0.05,
+0.01, 1e-3) on which the linearisation error of every h_b, h_b(mu + alpha dmu) - h_b(mu) -
+alpha J_b dmu >= 0, stays within ``NONLINEARITY`` x its predicted slack t_b + alpha dt_b. The
+ladder is evaluated in one batch (no data-dependent loop). A step that is not finite or has
+no admissible ladder point is rejected, and the next Newton matrix gets a larger ridge.
+
+Certificate (the iteration is never trusted). For any W = (w_1, ..., w_K) and any b,
+c_b(mu) = max_y 2 x_b^T y - y^T V(mu) y >= 2 x_b^T w_b - w_b^T V(mu) w_b, which is affine in
+mu on the simplex, so h_b(mu) >= (A mu)_b with the K x K payoff
+
+    A[b, j] = r_b - r_j + (2 (x_b)_j^T w_b - w_b^T (G_j + null_proj) w_b) / (4 lambda),
+
+(x_b)_j = phi_b (Delta_f) or phi_b - phi_j (Delta), with equality at w_b = V(mu)^{-1} x_b.
+Hence, for any mixture omega_n,
+
+    lower = min_j (omega_n^T A)_j  <=  min_mu max_b (A mu)_b  <=  min_mu F(mu)
+
+(a matrix game's value is below the convex program's), and upper = max_b (A mu)_b = F(mu)
+for W = V(mu)^{-1} X. The bound is the linearisation bound of ``e2d_jax.dec.linear``'s
+offset certificate, L(mu, omega_n) + min_pi g_pi - <g, mu> with g = J^T omega_n (equal in
+exact arithmetic), written in a form whose validity does not depend on W being the exact
+solve: in float32 the linearisation form loses cond(V) x eps relative (large gradients
+cancelling near an almost singular V) and can exceed the true optimum, this one cannot,
+beyond the rounding of a few dot products. The upper bound needs the opposite care, since
+the minorant understates F(mu) when W is inexact: W is computed with one step of iterative
+refinement whose residual rho_b = x_b - sum_pi mu_pi G_pi w_b - null_proj w_b is formed term
+by term (not through the rounded V); the minorant's shortfall is exactly
+rho_b^T V^{-1} rho_b, estimated with one more solve and added back (so upper is F(mu) to a
+few ulps of its terms rather than to cond(V) x eps), and where it exceeds 1e-4 x c_b (V(mu)
+singular to working precision along x_b) the iterate gets no upper bound at all. Two
+more facts give the bound a floor and a second candidate: F >= 0 (max_b r_b - <mu, r> >= 0
+and c_b >= 0), so lower >= 0; and at each iterate mu, the mixture with the entries below
+1e-3 x max(mu) set to 0 is evaluated too (when its V is not singular to working precision),
+which certifies an optimum at a vertex or a face exactly (for gaps Delta, F* = 0 at the
+greedy action whenever it is informative enough: the relative gap certifies nothing else).
+The best upper bound (with its mu and omega) and the best lower bound over the iterations
+are kept, so the returned gap is certified and monotone.
+
+Floating point. "Certified" is up to the rounding of these evaluations: upper and lower are
+each computed to a few ulps of the terms that cancel in them (r_b - r_j and c_b / (4 lambda)
+for the certificate's payoff), which is a large relative error when the optimum is much
+smaller than those terms. In float32, on problems whose optimum is ~1/200 of the spread of
+the rewards (large lambda, a noisy f_hat), the evaluation error reaches a few 1e-4 relative,
+so a float32 status OK at rtol = 1e-4 then means "within 1e-4 up to that rounding".
+``benchmarks/interior_point.py`` reports the true (float64) excess of float32 answers.
+
+Loop. By default a ``lax.fori_loop`` of exactly ``maxiter`` iterations: under ``vmap`` every
+lane does the same work, with no per-lane predicate to wait on. A problem that has reached
+its tolerance is frozen (its state no longer changes), so the fixed loop and the optional
+early stop (``early_stop=True``: a ``lax.while_loop`` that stops once the certified gap is
+within tolerance, after ``maxiter`` iterations, or after 4 rejected steps in a row; under
+``vmap`` it runs until the slowest lane stops) return the same answer.
+
+Warm starts. ``mu0`` and ``omega0`` may be given (e.g. the previous round's answer); they are
+mixed with ``WARM_MIX`` of the uniform distribution (an interior-point method must start in
+the interior, and away from the boundary, or its first steps are short), and the slacks and
+the multipliers z, nu are rebuilt around them as for a cold start. On slowly changing
+problems (f_hat moving by steps of norm 0.01, ``benchmarks/interior_point.py``) a warm start
+cuts the iterations to 1e-4 from 9 to 6 in the median (p90 11 to 8): a saving only with
+``early_stop=True`` or a smaller ``maxiter``; the fixed loop runs its budget either way, and
+its worst case (the iterations a cold start may need) is unchanged.
+
+Accuracy (float32, 25 iterations, rtol 1e-4, ``benchmarks/interior_point.py``, random
+problems of shapes (K, d) in {(3, 2), (10, 3), (10, 30), (20, 5)}, lambda in [0.1, 100]):
+97.5-100% certified at 1e-4, in 7-10 iterations in the median and at most 14 where K <= 10;
+the certified lower bound is within 6.5e-5 of the optimum at the 90th percentile over a
+lambda grid in [1e-2, 1e3] (the misses are at lambda >= 10, see 'Floating point').
+
+References:
+  Kirschner, Bakhtiari, Chandak, Tkachuk and Szepesvari (2023), Regret Minimization via
+  Saddle Point Optimization, Section 3.4 (the linear-DEC lemma).
+  Mehrotra (1992), On the implementation of a primal-dual interior point method.
+  Vanderbei and Shanno (1999), An interior-point algorithm for nonconvex nonlinear
+  programming (LOQO's centring rule).
+  Nocedal and Wright (2006), Numerical Optimization, Chapters 14 and 19.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from e2d_jax import _linalg
+from e2d_jax.envs.linear import ObservableSpan
+from e2d_jax.types import GAP_TYPES, Status
+
+#: Default budget: Newton iterations of the fixed loop.
+MAXITER = 25
+#: Fraction of the distance to the boundary a step may cover, for t, omega and z.
+BOUNDARY_FRACTION = 0.99
+#: The same for mu (see the module docstring, 'Step rule').
+SUPPORT_FRACTION = 0.9
+#: Trial steps, as fractions of the longest step allowed by the boundary.
+STEP_LADDER = (1.0, 0.5, 0.2, 0.05, 0.01, 1e-3)
+#: Largest accepted linearisation error of h_b along a step, in units of its predicted slack.
+NONLINEARITY = 10.0
+#: Entries of mu below this fraction of its largest are set to 0 in the purified candidate.
+PURIFY = 1e-3
+#: Largest accepted estimated shortfall of the minorant, relative to c_b (see :func:`evaluate`).
+SHORTFALL = 1e-4
+#: Share of the uniform distribution mixed into a warm start.
+WARM_MIX = 0.1
+#: Smallest centring parameter: the barrier parameter falls at most tenfold per iteration.
+SIGMA_MIN = 0.1
+
+
+class Pieces(NamedTuple):
+    """The program evaluated at one mu (see :func:`evaluate`)."""
+
+    h: jax.Array  # (K,) h_b(mu)
+    jac: jax.Array  # (K, K) row b = grad h_b(mu)
+    payoff: jax.Array  # (K, K) A[b, j] of the certificate (module docstring)
+    p: jax.Array  # (K_b, K_i, r) p_{b,i}, with grad^2 c_b = 2 P_b^T V^{-1} P_b
+    low: jax.Array  # (r, r) Cholesky factor of V(mu)
+    upper: jax.Array  # () F(mu) = max_b h_b, or +inf where it cannot be evaluated accurately
+
+
+class InteriorPointState(NamedTuple):
+    """The iterate and the best certificate so far (every field keeps its shape and dtype)."""
+
+    mu: jax.Array  # (K,) float, primal mixture, > 0, 1^T mu = 1
+    s: jax.Array  # () float, epigraph variable
+    t: jax.Array  # (K,) float, slacks of the epigraph constraints, > 0
+    omega: jax.Array  # (K,) float, multipliers of the epigraph constraints, > 0
+    z: jax.Array  # (K,) float, multipliers of mu >= 0, > 0
+    nu: jax.Array  # () float, multiplier of 1^T mu = 1
+    pieces: Pieces  # the program evaluated at mu
+    best_mu: jax.Array  # (K,) float, mu with the lowest upper bound so far
+    best_omega: jax.Array  # (K,) float, omega / 1^T omega at best_mu
+    upper: jax.Array  # () float, F(best_mu)
+    lower: jax.Array  # () float, highest certified lower bound so far
+    ridge: jax.Array  # () float, relative ridge of the Newton matrix (0 until a step fails)
+    failures: jax.Array  # () int32, consecutive rejected steps
+    iter_num: jax.Array  # () int32, Newton iterations taken (frozen once converged)
+
+
+class InteriorPointSolution(NamedTuple):
+    """The answer with its certificate (the fields of ``saddle.SaddleSolution`` it shares).
+
+    Attributes:
+      mu: (K,) the mixture with the lowest certified objective seen.
+      omega: (K,) the max player's mixture (normalised multipliers) paired with ``mu``.
+      upper: () F(mu), the exact objective of ``mu``.
+      lower: () a certified lower bound on min F.
+      gap: () upper - lower (>= 0 up to rounding).
+      iterations: () int32 Newton iterations taken until the tolerance (or ``maxiter``).
+      status: () int32 :class:`~e2d_jax.types.Status`: OK (gap <= rtol |upper| + atol),
+        MAX_ITER, or NONFINITE (a non-finite certificate, e.g. NaN inputs, or no iterate whose
+        objective could be evaluated: do not trust the answer).
+    """
+
+    mu: jax.Array
+    omega: jax.Array
+    upper: jax.Array
+    lower: jax.Array
+    gap: jax.Array
+    iterations: jax.Array
+    status: jax.Array
+
+
+# --------------------------------------------------------------------------------------
+# The program's pieces
+
+
+def design_matrix(mu, s: ObservableSpan):
+    """V(mu) = sum_pi mu_pi G_pi + null_proj, (r, r)."""
+    return jnp.einsum("k,kij->ij", mu, s.grams) + s.null_proj
+
+
+def directions(mu, s: ObservableSpan, gap_type: str = "delta_f"):
+    """x_b as rows, (K, r): phi_b (Delta_f) or phi_b - Phi^T mu (Delta)."""
+    return s.features if gap_type == "delta_f" else s.features - mu @ s.features
+
+
+def _refined_weights(mu, s: ObservableSpan, low, x):
+    """W = V(mu)^{-1} X^T (r, K), G_pi w_b (K_b, K_pi, r), and the estimated shortfall of the
+    minorant 2 x_b^T w_b - w_b^T V w_b below c_b (K,).
+
+    One refinement step whose residual x_b - sum_pi mu_pi G_pi w_b - null_proj w_b is formed
+    term by term, not through the rounded V. The shortfall is exactly rho_b^T V^{-1} rho_b
+    for the final residual rho_b; it is estimated with one more solve.
+    """
+    def residual(w, gw):
+        return x.T - jnp.einsum("p,bpi->ib", mu, gw) - s.null_proj @ w
+
+    w = _linalg.cholesky_solve(low, x.T)
+    w = w + _linalg.cholesky_solve(low, residual(w, jnp.einsum("pij,jb->bpi", s.grams, w)))
+    gw = jnp.einsum("pij,jb->bpi", s.grams, w)
+    rho = residual(w, gw)
+    shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
+    return w, gw, shortfall
+
+
+def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type, mu):
+    """A (K_b, K_j) of the certificate, the pieces of the Jacobian it shares, and the
+    minorant's c_b = 2 x_b^T w_b - w_b^T V(mu) w_b (K,)."""
+    wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
+    wnw = jnp.einsum("ib,ij,jb->b", w, s.null_proj, w)
+    fw = (s.features @ w).T  # (b, pi): phi_pi^T w_b
+    if gap_type == "delta_f":
+        xw = jnp.broadcast_to(jnp.diagonal(fw)[:, None], fw.shape)  # phi_b^T w_b
+    else:
+        xw = jnp.diagonal(fw)[:, None] - fw  # (phi_b - phi_j)^T w_b
+    quad = 2.0 * xw - wgw - wnw[:, None]
+    payoff = r[:, None] - r[None, :] + quad / (4.0 * lam)
+    return payoff, wgw, fw, quad @ mu
+
+
+def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces:
+    """h, its Jacobian, the certificate's payoff matrix and what the Hessian needs, at mu.
+
+    h_b = (A mu)_b + shortfall_b / (4 lambda), the minorant plus its estimated shortfall
+    (equal to r_b - <mu, r> + c_b / (4 lambda), see the module docstring). ``upper`` is
+    max_b h_b, or +inf where the solve is too inaccurate to evaluate F (a shortfall above
+    ``SHORTFALL`` x c_b: V(mu) is singular to working precision along some x_b).
+    """
+    low = _linalg.psd_cholesky(design_matrix(mu, s))
+    x = directions(mu, s, gap_type)
+    w, gw, shortfall = _refined_weights(mu, s, low, x)
+    payoff, wgw, fw, c = _payoff(s, r, lam, w, gw, gap_type, mu)
+    if gap_type == "delta_f":
+        dc = -wgw
+        p = gw
+    else:
+        dc = -wgw - 2.0 * fw
+        p = gw + s.features[None, :, :]
+    jac = -r[None, :] + dc / (4.0 * lam)
+    h = payoff @ mu + shortfall / (4.0 * lam)
+    accurate = jnp.all(shortfall <= SHORTFALL * (c + shortfall)) & jnp.all(jnp.isfinite(h))
+    return Pieces(h=h, jac=jac, payoff=payoff, p=p, low=low,
+                  upper=jnp.where(accurate, jnp.max(h), jnp.inf))
+
+
+def objective(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
+    """F(mu) = max_b h_b(mu), evaluated as the certificate's upper bound (+inf where the
+    solve is too inaccurate, see :func:`evaluate`)."""
+    return evaluate(mu, s, r, lam, gap_type).upper
+
+
+def _constraints_fast(mu, s: ObservableSpan, r, lam, gap_type):
+    """h(mu) (K,) by one plain solve (the step rule's trial points, where precision is not
+    needed)."""
+    x = directions(mu, s, gap_type)
+    w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+    return r - mu @ r + jnp.einsum("ik,ki->k", w, x) / (4.0 * lam)
+
+
+def hessian(weights, pieces: Pieces, lam):
+    """sum_b weights_b grad^2 h_b = (2 / (4 lambda)) sum_b weights_b P_b^T V^{-1} P_b, (K, K)."""
+    p = pieces.p
+    k, _, rr = p.shape
+    vp = _linalg.cholesky_solve(pieces.low, p.reshape(k * k, rr).T).reshape(rr, k, k)  # V^{-1} p_{b,j}
+    hess = jnp.einsum("b,bir,rbj->ij", weights, p, vp) * (2.0 / (4.0 * lam))
+    return 0.5 * (hess + hess.T)
+
+
+def certificate(mu, omega, pieces: Pieces):
+    """``(upper, lower, omega_n)``: upper = F(mu) (``pieces.upper``, see :func:`evaluate`) and
+    lower = min_j (omega_n^T A)_j <= min F, for omega_n = omega / 1^T omega (module docstring)."""
+    om = omega / jnp.sum(omega)
+    return pieces.upper, jnp.min(om @ pieces.payoff), om
+
+
+def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
+    """``(mu_p, F(mu_p))`` for mu_p = mu with the entries below ``PURIFY`` x max(mu) set to 0
+    (renormalised); F is +inf when V(mu_p) is singular to working precision (a pivot of its
+    Cholesky factor below sqrt(eps) x its largest diagonal entry, or a shortfall as in
+    :func:`evaluate`), where the floored solve would understate it."""
+    mu_p = jnp.where(mu >= PURIFY * jnp.max(mu), mu, 0.0)
+    mu_p = mu_p / jnp.sum(mu_p)
+    v = design_matrix(mu_p, s)
+    eps = jnp.finfo(mu.dtype).eps
+    regular = jnp.min(jnp.diagonal(_linalg.psd_cholesky(v)) ** 2) >= jnp.sqrt(eps) * jnp.max(jnp.diagonal(v))
+    upper = objective(mu_p, s, r, lam, gap_type)
+    return mu_p, jnp.where(regular, upper, jnp.inf)
+
+
+# --------------------------------------------------------------------------------------
+# The method
+
+
+def _max_step(v, dv):
+    """Largest alpha in (0, 1] with v + alpha dv >= 0 (v > 0)."""
+    ratio = jnp.where(dv < 0, -v / jnp.where(dv < 0, dv, -1.0), jnp.inf)
+    return jnp.minimum(1.0, jnp.min(ratio))
+
+
+def _interior(p, k, dtype):
+    """A point of the open simplex from a nonnegative vector (mixed with the uniform)."""
+    p = jnp.clip(jnp.asarray(p, dtype), 0.0, None)
+    total = jnp.sum(p)
+    p = jnp.where((total > 0) & jnp.isfinite(total), p / jnp.where(total > 0, total, 1.0), 1.0 / k)
+    return (1.0 - WARM_MIX) * p + WARM_MIX / k
+
+
+def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=None) -> InteriorPointState:
+    """A well-centred start around (mu0, omega0) (default: uniform).
+
+    With g = J^T omega_n and theta = F(mu0) - lower(mu0, omega0) (the start's gap, floored at
+    1e-3 x the scale of h and g), the start sets s = F(mu0) + theta and t = s - h(mu0) >= theta
+    (feasible), z = g - min g + theta and nu = theta - min g, so that both stationarity
+    conditions hold and both kinds of complementarity products start at the scale of the gap.
+    """
+    k = s.features.shape[0]
+    dtype = s.features.dtype
+    lam = jnp.asarray(lam, dtype)
+    mu = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else _interior(mu0, k, dtype)
+    omega = jnp.full((k,), 1.0 / k, dtype) if omega0 is None else _interior(omega0, k, dtype)
+    pieces = evaluate(mu, s, r, lam, gap_type)
+    upper, lower, om = certificate(mu, omega, pieces)
+    g = om @ pieces.jac
+    value = jnp.max(pieces.h)  # = upper unless the start's solve is inaccurate (upper = inf)
+    size = jnp.maximum(jnp.max(jnp.abs(pieces.h)), jnp.max(jnp.abs(g)))
+    theta = jnp.maximum(value - lower, jnp.maximum(1e-3 * size, jnp.finfo(dtype).tiny ** 0.5))
+    gmin = jnp.min(g)
+    return InteriorPointState(
+        mu=mu, s=value + theta, t=value + theta - pieces.h, omega=om, z=g - gmin + theta, nu=theta - gmin,
+        pieces=pieces, best_mu=mu, best_omega=om, upper=upper, lower=jnp.maximum(lower, 0.0),
+        ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32), iter_num=jnp.zeros((), jnp.int32),
+    )
+
+
+def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f") -> InteriorPointState:
+    """One Mehrotra predictor-corrector iteration, then the certificate of the new iterate."""
+    mu, t, omega, z, nu = state.mu, state.t, state.omega, state.z, state.nu
+    k = mu.shape[0]
+    dtype = mu.dtype
+    lam = jnp.asarray(lam, dtype)
+    pieces = state.pieces
+    h, jac = pieces.h, pieces.jac
+    hess = hessian(omega, pieces, lam)
+
+    # Residuals: stationarity in mu and in s, the epigraph constraints, the equality.
+    r_mu = omega @ jac - z + nu
+    r_s = 1.0 - jnp.sum(omega)
+    r_p = h - state.s + t
+    r_eq = jnp.sum(mu) - 1.0
+    d = omega / t
+    delta = jnp.sum(d)
+    u = d @ jac  # J^T d
+    centred = jac - u / delta
+    mat = hess + centred.T @ (d[:, None] * centred) + jnp.diag(z / mu)
+    scale = lax.rsqrt(jnp.maximum(jnp.diagonal(mat), jnp.finfo(dtype).tiny))
+    factor = _linalg.psd_cholesky(mat * scale[:, None] * scale[None, :] + state.ridge * jnp.eye(k, dtype=dtype))
+
+    def solve_mat(rhs):  # (K, n), with one step of iterative refinement
+        once = lambda b: scale[:, None] * _linalg.cholesky_solve(factor, scale[:, None] * b)
+        y = once(rhs)
+        return y + once(rhs - mat @ y)
+
+    ones = jnp.ones((k,), dtype)
+
+    def newton(c1, c2):
+        """The direction for complementarity targets omega * dt + t * domega = c1 and
+        z * dmu + mu * dz = c2 (the linearised rest of the system holds exactly)."""
+        q = (c1 + omega * r_p) / t
+        b1 = -r_mu - jac.T @ q + c2 / mu
+        b2 = r_s - jnp.sum(q)
+        y = solve_mat(jnp.stack([b1 - u * (b2 / delta), ones], axis=1))
+        dnu = (jnp.sum(y[:, 0]) + r_eq) / jnp.sum(y[:, 1])
+        dmu = y[:, 0] - dnu * y[:, 1]
+        ds = (u @ dmu - b2) / delta
+        dt = ds - jac @ dmu - r_p
+        domega = (c1 - omega * dt) / t
+        dz = (c2 - z * dmu) / mu
+        return dmu, ds, dt, domega, dz, dnu
+
+    def longest(dmu, dt, domega, dz, fraction=1.0, fraction_mu=1.0):
+        return jnp.minimum(
+            jnp.minimum(fraction_mu * _max_step(mu, dmu), fraction * _max_step(t, dt)),
+            fraction * jnp.minimum(_max_step(omega, domega), _max_step(z, dz)))
+
+    m = (omega @ t + z @ mu) / (2 * k)
+    # Predictor (affine scaling), then the centring parameter.
+    dmu, ds, dt, domega, dz, _ = newton(-omega * t, -z * mu)
+    a_aff = longest(dmu, dt, domega, dz)
+    m_aff = ((omega + a_aff * domega) @ (t + a_aff * dt) + (z + a_aff * dz) @ (mu + a_aff * dmu)) / (2 * k)
+    sigma = jnp.clip(m_aff / m, 0.0, 1.0) ** 3
+    xi = jnp.minimum(jnp.min(omega * t), jnp.min(z * mu)) / m
+    sigma = jnp.maximum(sigma, 0.1 * jnp.minimum(0.05 * (1.0 - xi) / xi, 2.0) ** 3)
+    sigma = jnp.maximum(sigma, SIGMA_MIN)  # see the module docstring, 'Step rule'
+    # Corrector with centring.
+    dmu, ds, dt, domega, dz, dnu = newton(sigma * m - omega * t - domega * dt, sigma * m - z * mu - dz * dmu)
+    a_max = longest(dmu, dt, domega, dz, BOUNDARY_FRACTION, SUPPORT_FRACTION)
+
+    # The step ladder: linearisation errors of h at the trial points, in one batch.
+    alphas = a_max * jnp.asarray(STEP_LADDER, dtype)
+    trial_h = jax.vmap(lambda a: _constraints_fast(mu + a * dmu, s, r, lam, gap_type))(alphas)
+    error = trial_h - h[None, :] - alphas[:, None] * (jac @ dmu)[None, :]
+    admissible = jnp.all((error <= NONLINEARITY * (t[None, :] + alphas[:, None] * dt[None, :]))
+                         & jnp.isfinite(error), axis=1)
+    first = jnp.argmax(admissible)
+    alpha = alphas[first]
+
+    new = (mu + alpha * dmu, state.s + alpha * ds, t + alpha * dt, omega + alpha * domega, z + alpha * dz,
+           nu + alpha * dnu)
+    ok = admissible[first] & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) \
+        & jnp.all(new[0] > 0) & jnp.all(new[2] > 0) & jnp.all(new[3] > 0) & jnp.all(new[4] > 0)
+    mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
+                                  zip(new, (mu, state.s, t, omega, z, nu)))
+
+    # Certificate of the new iterate and of its purified neighbour.
+    pieces = evaluate(mu, s, r, lam, gap_type)
+    upper, lower, om = certificate(mu, omega, pieces)
+    mu_p, upper_p = purified(mu, s, r, lam, gap_type)
+    better = ok & (upper < state.upper)
+    best_mu = jnp.where(better, mu, state.best_mu)
+    best_omega = jnp.where(better, om, state.best_omega)
+    best_upper = jnp.where(better, upper, state.upper)
+    better_p = ok & (upper_p < best_upper)
+    return InteriorPointState(
+        mu=mu, s=s_var, t=t, omega=omega, z=z, nu=nu, pieces=pieces,
+        best_mu=jnp.where(better_p, mu_p, best_mu),
+        best_omega=jnp.where(better_p, om, best_omega),
+        upper=jnp.where(better_p, upper_p, best_upper),
+        lower=jnp.where(ok & jnp.isfinite(lower), jnp.maximum(state.lower, lower), state.lower),
+        # A rejected step (a non-finite direction, mostly float32 near the optimum, or no
+        # admissible ladder point) is retried with a relative ridge 100x larger.
+        ridge=jnp.where(ok, state.ridge, jnp.maximum(100.0 * state.ridge, 10.0 * jnp.finfo(dtype).eps)),
+        failures=jnp.where(ok, 0, state.failures + 1).astype(jnp.int32),
+        iter_num=state.iter_num + 1,
+    )
+
+
+def _check(s: ObservableSpan, r, gap_type, maxiter):
+    if gap_type not in GAP_TYPES:
+        raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    if not isinstance(maxiter, int) or isinstance(maxiter, bool) or maxiter < 0:
+        raise ValueError(f"maxiter must be an int >= 0, got {maxiter!r}")
+    if jnp.ndim(s.features) != 2:
+        raise ValueError(f"s.features must have shape (K, r), got {jnp.shape(s.features)}")
+    k, rr = jnp.shape(s.features)
+    if jnp.shape(s.grams) != (k, rr, rr):
+        raise ValueError(f"s.grams must have shape (K, r, r) = {(k, rr, rr)}, got {jnp.shape(s.grams)}")
+    if jnp.shape(s.null_proj) != (rr, rr):
+        raise ValueError(f"s.null_proj must have shape (r, r) = {(rr, rr)}, got {jnp.shape(s.null_proj)}")
+    if jnp.shape(r) != (k,):
+        raise ValueError(f"r must have shape (K,) = {(k,)}, got {jnp.shape(r)}")
+
+
+def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int = MAXITER, rtol: float = 1e-4,
+          atol: float = 0.0, mu0=None, omega0=None, early_stop: bool = False) -> InteriorPointSolution:
+    """min_{mu in simplex} max_b r_b - <mu, r> + c_b(mu) / (4 lambda), with a certified gap.
+
+    Traceable (jit, vmap over problems and over ``lam``); the checks are on static shapes and
+    configuration only. The Gram matrices are symmetrised first (the pieces below assume it).
+
+    Args:
+      s: the model class in observable-span coordinates (features (K, r), grams (K, r, r),
+        null_proj (r, r); ``basis`` is not used).
+      r: (K,) rewards r = Phi f_hat of the reference model.
+      lam: () lambda > 0 (may be traced, e.g. vmapped over a grid).
+      gap_type: ``"delta_f"`` (x_b = phi_b) or ``"delta"`` (x_b = phi_b - Phi^T mu); static.
+      maxiter: Newton iterations (static).
+      rtol: a problem is done, and frozen, once ``gap <= rtol |upper| + atol``.
+      atol: see ``rtol``.
+      mu0: optional (K,) warm start (nonnegative; normalised and mixed with the uniform).
+      omega0: optional (K,) warm start of the multipliers (same treatment).
+      early_stop: a ``lax.while_loop`` that stops when done instead of the fixed loop.
+
+    Returns:
+      InteriorPointSolution (shapes as in the problem, dtype of ``s.features``).
+    """
+    _check(s, r, gap_type, maxiter)
+    # Exactly symmetric data: the Cholesky factor reads one triangle and the quadratic forms
+    # of the certificate both (a float32 span's Gram matrices differ by an ulp across them).
+    s = s._replace(grams=0.5 * (s.grams + jnp.swapaxes(s.grams, -1, -2)), null_proj=0.5 * (s.null_proj + s.null_proj.T))
+    dtype = s.features.dtype
+    r = jnp.asarray(r, dtype)
+    lam = jnp.asarray(lam, dtype)
+    state = init(s, r, lam, gap_type, mu0, omega0)
+
+    def done(st):
+        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
+
+    def broken(st):  # (an upper bound of +inf only means that none is certified yet)
+        return jnp.isnan(st.upper) | ~jnp.isfinite(st.lower)
+
+    def advance(st):
+        return step(s, r, lam, st, gap_type)
+
+    if early_stop:
+        state = lax.while_loop(lambda st: (st.iter_num < maxiter) & ~done(st) & ~broken(st) & (st.failures < 4),
+                               advance, state)
+    else:
+        def body(_, st):
+            frozen = done(st) | broken(st) | (st.failures >= 4)
+            return jax.tree_util.tree_map(lambda old, new: jnp.where(frozen, old, new), st, advance(st))
+
+        state = lax.fori_loop(0, maxiter, body, state)
+    ok_values = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
+    status = jnp.where(~ok_values, Status.NONFINITE, jnp.where(done(state), Status.OK, Status.MAX_ITER))
+    return InteriorPointSolution(mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
+                                 gap=state.upper - state.lower, iterations=state.iter_num,
+                                 status=status.astype(jnp.int32))

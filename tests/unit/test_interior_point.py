@@ -1,0 +1,342 @@
+"""The interior-point method for the fixed-lambda offset DEC of a linear model
+(``e2d_jax.dec.interior_point``) against cvxpy and against automatic differentiation.
+
+Reference: ``tests/helpers/reference.py``'s ``LinearOffsetCvx``, the same program as a
+second-order-cone program solved by Clarabel in the original coordinates (no span, no
+matrix inverse), to about 1e-8 relative. Every compiled function is shared by the tests:
+one per (shape, gap type, dtype), called on a batch.
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from e2d_jax.dec import interior_point as ip
+from e2d_jax.envs import linear as envs
+from e2d_jax.envs import zoo
+from e2d_jax.envs.linear import observable_span
+from e2d_jax.types import Status
+from reference import LinearOffsetCvx
+
+RTOL = 1e-4
+
+
+def _instance(kind, d, k, seed):
+    """(features, grams, f_hat, lam) in float64 NumPy: f_hat = f* + N(0, 0.3^2 I) (as in
+    test_dec_linear) and lambda log-uniform on [0.1, 100]."""
+    rng = np.random.default_rng(seed)
+    if kind == "end_of_optimism":
+        p = zoo.end_of_optimism(dtype=jnp.float64)
+    else:
+        build = envs.semi_bandit if kind == "semi" else envs.linear_bandit
+        p = build(jax.random.key(seed), d, k, dtype=jnp.float64)
+    f_hat = np.asarray(p.theta) + 0.3 * rng.normal(size=p.theta.shape)
+    lam = float(np.exp(rng.uniform(np.log(0.1), np.log(100.0))))
+    return np.asarray(p.model.features), np.asarray(p.model.grams), f_hat, lam
+
+
+def _batch(instances, dtype, rank=None):
+    """Spans (stacked), rewards and lambdas of a list of instances, in ``dtype``."""
+    spans, rs, lams = [], [], []
+    for feats, grams, f_hat, lam in instances:
+        span = observable_span(jnp.asarray(feats, dtype), jnp.asarray(grams, dtype), rank=rank)
+        spans.append(span)
+        rs.append(span.features @ (jnp.asarray(f_hat, dtype) @ span.basis))
+        lams.append(lam)
+    stack = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), *spans)
+    return stack, jnp.stack(rs), jnp.asarray(lams, dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("gap_type", "early_stop"))
+def _solve_batch(span, r, lam, *, gap_type, early_stop=False):
+    return jax.vmap(lambda s, rr, ll: ip.solve(s, rr, ll, gap_type=gap_type, early_stop=early_stop))(span, r, lam)
+
+
+@functools.partial(jax.jit, static_argnames=("gap_type",))
+def _solve_one(span, r, lam, *, gap_type, mu0=None, omega0=None):
+    return ip.solve(span, r, lam, gap_type=gap_type, mu0=mu0, omega0=omega0)
+
+
+def _objective_numpy(mu, feats, grams, f_hat, lam, gap_type):
+    """F(mu) in float64 NumPy in the original coordinates (pseudo-inverse of V(mu))."""
+    mu = np.asarray(mu, np.float64)
+    x = feats if gap_type == "delta_f" else feats - mu @ feats
+    r = feats @ f_hat
+    c = np.einsum("bi,ij,bj->b", x, np.linalg.pinv(np.einsum("k,kij->ij", mu, grams)), x)
+    return float(np.max(r - mu @ r + c / (4 * lam)))
+
+
+_REFERENCE = {}
+
+
+def _reference(instance, gap_type):
+    """cvxpy's optimum, cached per instance and gap type (tests share it)."""
+    key = (id(instance), gap_type)
+    if key not in _REFERENCE:
+        feats, grams, f_hat, lam = instance
+        value, _ = LinearOffsetCvx(feats, grams, f_hat, gap_type).solve(lam)
+        assert np.isfinite(value)
+        _REFERENCE[key] = value
+    return _REFERENCE[key]
+
+
+# Three problems per shape; end_of_optimism (K = 3, d = 2) joins the (3, 2) batch.
+INSTANCES = {
+    (3, 2): [_instance("semi", 2, 3, 0), _instance("linear", 2, 3, 1), _instance("end_of_optimism", 2, 3, 2)],
+    (10, 3): [_instance("semi", 3, 10, 3), _instance("linear", 3, 10, 4), _instance("semi", 3, 10, 5)],
+    (10, 30): [_instance("semi", 30, 10, 6), _instance("linear", 30, 10, 7), _instance("semi", 30, 10, 8)],
+}
+# A compile per cell (up to ~10 s for K = 10 at the tests' XLA level): the default run has
+# (3, 2) in full, two cells of (10, 3) and one of (10, 30) (every gap type and dtype at K = 10);
+# the rest of the matrix runs under -m slow.
+_ALL = [(shape, gap, dtype) for shape in INSTANCES for gap in ("delta_f", "delta")
+        for dtype in (jnp.float32, jnp.float64)]
+CELLS = [cell for cell in _ALL if cell[0] == (3, 2)] + [
+    ((10, 3), "delta_f", jnp.float32), ((10, 3), "delta", jnp.float64),
+    ((10, 30), "delta", jnp.float32)]
+SLOW_CELLS = [cell for cell in _ALL if cell not in CELLS]
+
+
+def _check_cell(shape, gap_type, dtype):
+    instances = INSTANCES[shape]
+    sol = _solve_batch(*_batch(instances, dtype), gap_type=gap_type)
+    for i, inst in enumerate(instances):
+        ref = _reference(inst, gap_type)
+        upper, lower = float(sol.upper[i]), float(sol.lower[i])
+        # Converged within the fixed budget, with a certified relative gap of 1e-4.
+        assert int(sol.status[i]) == Status.OK, (shape, gap_type, i, upper, lower)
+        assert int(sol.iterations[i]) <= ip.MAXITER
+        assert upper - lower <= RTOL * abs(upper)
+        mu = np.asarray(sol.mu[i], np.float64)
+        assert np.all(mu >= 0) and abs(mu.sum() - 1) < 10 * np.finfo(dtype).eps
+        # upper is the objective of mu: an independent float64 evaluation in the original
+        # coordinates (pseudo-inverse, no span) agrees to rounding. In float32 the problem is
+        # the float64 one rounded (span basis, rewards) and F is evaluated to a few ulps of
+        # the terms that cancel in it (rewards of size ~1 and c_b / (4 lam)): an absolute
+        # allowance of 100 float32 ulps of 1.
+        allowance = 100 * np.finfo(np.float32).eps if dtype == jnp.float32 else 1e-12
+        value = _objective_numpy(mu, *inst, gap_type)
+        assert abs(value - upper) <= 1e-9 * abs(value) + allowance, (value, upper)
+        # The certificate brackets the optimum: cvxpy's value is F at Clarabel's answer, which
+        # is suboptimal by up to ~1e-6 relative (seen: 1.3e-6, checked by evaluating F there;
+        # test_dec_linear allows the same), so ref >= F* - 1e-6 ref.
+        assert lower <= ref * (1 + 1e-6) + allowance, (shape, gap_type, i, lower, ref)
+        # Hence mu's value is within 1e-4 relative of the optimum.
+        assert value <= ref * (1 + RTOL) + allowance, (shape, gap_type, i, value, ref)
+
+
+@pytest.mark.parametrize("shape,gap_type,dtype", CELLS, ids=lambda v: str(getattr(v, "__name__", v)))
+def test_matches_cvxpy(shape, gap_type, dtype):
+    _check_cell(shape, gap_type, dtype)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape,gap_type,dtype", SLOW_CELLS, ids=lambda v: str(getattr(v, "__name__", v)))
+def test_matches_cvxpy_slow(shape, gap_type, dtype):
+    _check_cell(shape, gap_type, dtype)
+
+
+# --------------------------------------------------------------------------------------
+# The pieces: derivatives, certificate
+
+
+def _plain_h(mu, span, r, lam, gap_type):
+    """h_b(mu) written directly (explicit inverse), for autodiff."""
+    x = span.features if gap_type == "delta_f" else span.features - mu @ span.features
+    v_inv = jnp.linalg.inv(jnp.einsum("k,kij->ij", mu, span.grams) + span.null_proj)
+    return r - mu @ r + jnp.einsum("bi,ij,bj->b", x, v_inv, x) / (4.0 * lam)
+
+
+def _null_span():
+    """A class whose span has an unreached direction (null_proj != 0): d = 3, the grams
+    reach a plane only, and the rank is forced to 3."""
+    feats = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.6, 0.8, 0.0], [0.0, 0.0, 0.0]])
+    grams = np.einsum("ki,kj->kij", feats, feats)
+    grams[3] = np.diag([1.0, 1.0, 0.0])  # action 3 observes the plane and has no reward
+    span = observable_span(jnp.asarray(feats), jnp.asarray(grams), rank=3)
+    assert float(jnp.trace(span.null_proj)) == pytest.approx(1.0)
+    return span
+
+
+@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+def test_derivatives_match_autodiff(gap_type):
+    feats, grams, f_hat, lam = INSTANCES[(10, 3)][0]
+    cases = [observable_span(jnp.asarray(feats), jnp.asarray(grams)), _null_span()]
+    rng = np.random.default_rng(0)
+    for span in cases:
+        k = span.features.shape[0]
+        r = jnp.asarray(rng.normal(size=k))
+        mu = jnp.asarray(rng.dirichlet(np.ones(k)))
+        weights = jnp.asarray(rng.dirichlet(np.ones(k)))
+
+        @jax.jit
+        def both(mu, weights):
+            pieces = ip.evaluate(mu, span, r, lam, gap_type)
+            h = lambda m: _plain_h(m, span, r, lam, gap_type)
+            ours = (pieces.h, pieces.jac, ip.hessian(weights, pieces, lam))
+            auto = (h(mu), jax.jacobian(h)(mu), jnp.einsum("b,bij->ij", weights, jax.hessian(h)(mu)))
+            return ours, auto
+
+        (h, jac, hess), (h_ad, jac_ad, hess_ad) = both(mu, weights)
+        # float64 throughout: agreement to rounding of a few well-conditioned solves.
+        np.testing.assert_allclose(h, h_ad, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(jac, jac_ad, rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(hess, hess_ad, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+def test_certificate_is_the_linearisation_bound_and_a_minorant(gap_type):
+    """lower = min_j (omega^T A)_j equals L(mu, omega) + min_pi g_pi - <g, mu>, and A mu' <= h(mu')
+    for every mu' (the minorant behind the bound; its W need not be the exact solve)."""
+    feats, grams, f_hat, lam = INSTANCES[(10, 30)][0]
+    rng = np.random.default_rng(1)
+    for span in (observable_span(jnp.asarray(feats), jnp.asarray(grams)), _null_span()):
+        k = span.features.shape[0]
+        r = jnp.asarray(rng.normal(size=k))
+        mu = jnp.asarray(rng.dirichlet(np.ones(k)))
+        omega = jnp.asarray(rng.dirichlet(np.ones(k)))
+        pieces = ip.evaluate(mu, span, r, lam, gap_type)
+        upper, lower, _ = ip.certificate(mu, omega, pieces)
+        g = omega @ pieces.jac
+        np.testing.assert_allclose(lower, omega @ pieces.h + jnp.min(g) - g @ mu, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(upper, jnp.max(_plain_h(mu, span, r, lam, gap_type)), rtol=1e-10)
+        for _ in range(5):
+            other = jnp.asarray(rng.dirichlet(np.ones(k) * 0.5))
+            assert np.all(pieces.payoff @ other <= _plain_h(other, span, r, lam, gap_type) + 1e-9)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.float64])
+def test_no_upper_bound_where_v_is_singular(dtype):
+    """At a vertex of a linear bandit V(mu) = phi phi^T is singular and F = +inf; the floored
+    solve would return a finite (wrong) minorant, so the objective must be +inf there."""
+    feats, grams, f_hat, lam = INSTANCES[(10, 3)][1]
+    span, r, _ = _batch([INSTANCES[(10, 3)][1]], dtype)
+    span, r = jax.tree_util.tree_map(lambda x: x[0], (span, r))
+    vertex = jnp.zeros(10, dtype).at[0].set(1.0)
+    assert np.isinf(float(ip.objective(vertex, span, r, lam)))
+    assert np.isinf(float(ip.purified(vertex, span, r, lam)[1]))
+    assert np.isfinite(float(ip.objective(jnp.full(10, 0.1, dtype), span, r, lam)))
+
+
+# --------------------------------------------------------------------------------------
+# vmap, the loops, warm starts, lambda grids
+
+
+def test_vmap_equals_single_calls():
+    instances = INSTANCES[(3, 2)]
+    span, r, lam = _batch(instances, jnp.float64)
+    batch = _solve_batch(span, r, lam, gap_type="delta_f")
+    for i in range(len(instances)):
+        one = _solve_one(jax.tree_util.tree_map(lambda x: x[i], span), r[i], lam[i], gap_type="delta_f")
+        for name in ("mu", "omega", "upper", "lower"):
+            # vmap may change XLA's operation order: rounding-level differences only.
+            np.testing.assert_allclose(getattr(one, name), getattr(batch, name)[i], rtol=1e-9, atol=1e-12)
+        assert int(one.status) == int(batch.status[i]) and int(one.iterations) == int(batch.iterations[i])
+
+
+def test_early_stop_returns_the_fixed_loops_answer():
+    span, r, lam = _batch(INSTANCES[(3, 2)], jnp.float64)
+    fixed = _solve_batch(span, r, lam, gap_type="delta")
+    early = _solve_batch(span, r, lam, gap_type="delta", early_stop=True)
+    # A converged problem is frozen, so both loops stop changing it at the same iteration.
+    for name in ("mu", "upper", "lower", "iterations", "status"):
+        np.testing.assert_allclose(getattr(early, name), getattr(fixed, name), rtol=1e-12, atol=0)
+
+
+def test_lambda_grid_vmaps_with_one_compile():
+    feats, grams, f_hat, _ = INSTANCES[(10, 3)][1]
+    span = observable_span(jnp.asarray(feats), jnp.asarray(grams))
+    r = span.features @ (jnp.asarray(f_hat) @ span.basis)
+    traces = []
+
+    @jax.jit
+    def grid(lams):
+        traces.append(None)
+        return jax.vmap(lambda lam: ip.solve(span, r, lam))(lams)
+
+    lams = jnp.geomspace(1e-3, 1e4, 8)
+    sol = grid(lams)
+    grid(lams * 1.5)
+    assert len(traces) == 1
+    assert np.all(np.asarray(sol.status) == Status.OK)
+    # min F is nonincreasing in lambda (c_b >= 0): a larger lambda's lower bound is below a
+    # smaller lambda's upper bound.
+    assert np.all(np.asarray(sol.lower)[1:] <= np.asarray(sol.upper)[:-1] * (1 + 1e-12))
+
+
+def test_warm_start_from_a_nearby_problem():
+    span, r, lam = _batch(INSTANCES[(3, 2)][:1], jnp.float64)
+    span, r, lam = jax.tree_util.tree_map(lambda x: x[0], (span, r, lam))
+    cold = _solve_one(span, r, lam, gap_type="delta_f")
+    r2 = r + 0.01 * jnp.asarray(np.random.default_rng(2).normal(size=r.shape))
+    warm = _solve_one(span, r2, lam, gap_type="delta_f", mu0=cold.mu, omega0=cold.omega)
+    cold2 = _solve_one(span, r2, lam, gap_type="delta_f")
+    assert int(warm.status) == Status.OK
+    assert abs(float(warm.upper) - float(cold2.upper)) <= RTOL * float(cold2.upper)
+
+
+# --------------------------------------------------------------------------------------
+# Degenerate inputs and errors
+
+
+def _span_of(features, grams, dtype):
+    return observable_span(jnp.asarray(features, dtype), jnp.asarray(grams, dtype))
+
+
+def _check_degenerate(dtype):
+    rng = np.random.default_rng(3)
+    f = rng.normal(size=(4, 3))
+    f /= np.linalg.norm(f, axis=1, keepdims=True)
+    zero = f.copy()
+    zero[1] = 0.0
+    plane = np.array([[1.0, 0, 0], [0, 1.0, 0], [0.6, 0.8, 0], [0.0, 0.6, 0.0]])
+    line = np.array([[1.0], [0.5], [-0.3], [0.2]])
+    lams = (1e-3, 1.0, 1e4)
+    batches = [  # [(features, f_hat)], rank: observations M_pi = phi_pi^T, lambda in lams
+        ([(zero, rng.normal(size=3)),  # a zero feature (and a zero Gram matrix)
+          (f, np.zeros(3)),  # f_hat = 0
+          (plane, np.array([0.2, 0.5, 1.0]))],  # features not spanning R^3: rank 3 forced, so
+         3),  # that null_proj covers the unreached direction
+        ([(line, np.array([0.7]))], None),  # r = 1
+        ([(np.eye(2), np.array([0.3, -0.2]))], None),  # K = 2
+    ]
+    for cases, rank in batches:
+        instances = [(feats, np.einsum("ki,kj->kij", feats, feats), f_hat, lam)
+                     for feats, f_hat in cases for lam in lams]
+        span, r, lam = _batch(instances, dtype, rank=rank)
+        for gap_type in ("delta_f", "delta"):
+            sol = _solve_batch(span, r, lam, gap_type=gap_type)
+            assert np.all(np.isfinite(np.asarray(sol.upper))) and np.all(np.isfinite(np.asarray(sol.lower)))
+            # A finite certified answer (never NONFINITE): OK, or in float32 at lambda = 1e4
+            # MAX_ITER on the rounding floor (optimum ~1e-4 of the rewards' size, gap ~1.4e-4).
+            assert np.all(np.asarray(sol.status) != Status.NONFINITE)
+            gap, upper = np.asarray(sol.gap, np.float64), np.asarray(sol.upper, np.float64)
+            assert np.all(gap <= 1e-3 * np.abs(upper) + 1e-6), (cases, gap_type, gap, upper)
+            assert np.all(gap >= -1e-5 * np.abs(upper) - 1e-6)
+
+
+def test_degenerate_inputs_are_certified():
+    _check_degenerate(jnp.float32)
+
+
+@pytest.mark.slow
+def test_degenerate_inputs_are_certified_float64():
+    _check_degenerate(jnp.float64)
+
+
+def test_nonfinite_inputs_give_status_nonfinite():
+    span = _span_of(np.eye(3), np.stack([np.diag(np.eye(3)[i]) for i in range(3)]), jnp.float64)
+    sol = _solve_one(span, jnp.asarray([np.nan, 0.0, 0.0]), 1.0, gap_type="delta_f")
+    assert int(sol.status) == Status.NONFINITE
+
+
+def test_argument_errors():
+    span = _span_of(np.eye(3), np.stack([np.diag(np.eye(3)[i]) for i in range(3)]), jnp.float64)
+    with pytest.raises(ValueError, match="gap_type"):
+        ip.solve(span, jnp.zeros(3), 1.0, gap_type="regret")
+    with pytest.raises(ValueError, match="r must have shape"):
+        ip.solve(span, jnp.zeros(4), 1.0)
+    with pytest.raises(ValueError, match="maxiter"):
+        ip.solve(span, jnp.zeros(3), 1.0, maxiter=2.5)
