@@ -26,10 +26,12 @@ Delta_f"); ``gap_type="delta"`` needs a solver that solves it (Anytime-E2D: a gr
 the lambda search; the exact form is convex only for Delta_f).
 
 Solver: a value or name of :mod:`e2d_jax.dec.solvers`, warm-started from the previous
-round's (mu, omega) every round. The default :data:`AGENT_SOLVER` (``"tracking"``) is
-mirror-prox on the exact form (Anytime-E2D) or the offset program (E2D) with a small
-per-round budget: since f_hat moves little between rounds, a few warm-started iterations
-track the solution (the incremental scheme the paper's conclusion asks for). The round's
+round's (mu, omega) every round. Anytime-E2D's default :data:`AGENT_SOLVER` (``"tracking"``)
+is mirror-prox on the exact form: since f_hat moves little between rounds, a few
+warm-started iterations track the solution (the incremental scheme the paper's conclusion
+asks for), continued while the round is not certified to 5%. Fixed-horizon E2D's
+:data:`E2D_SOLVER` is an interior-point method (10 iterations a round, certified to 1e-3):
+on its program mirror-prox needs hundreds of steps in a quarter of the rounds. The round's
 certified gap sets its status (``OK`` when within the solver's tolerance; docs: Concepts,
 'Round statuses') and the simulator summarises it per seed. ``"paper"`` is the paper's
 solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
@@ -57,9 +59,13 @@ from e2d_jax.envs.linear import LinearModel
 from e2d_jax.estimators import ridge
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status, WarmStart
 
-#: The agents' default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
-#: ``"tracking"``): warm-started mirror-prox with a per-round budget.
+#: Anytime-E2D's default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
+#: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
+#: 5% or 100 steps are used.
 AGENT_SOLVER = S.TRACKING
+#: Fixed-horizon E2D's default solver, :data:`e2d_jax.dec.solvers.E2D_ROUND`: 10 interior-point
+#: iterations a round, certified to 1e-3.
+E2D_SOLVER = S.E2D_ROUND
 
 
 class E2DState(NamedTuple):
@@ -177,7 +183,7 @@ def fixed_horizon_e2d(
     lam_scale=1.0,
     divergence: str = "squared",
     gap_type: str = "delta_f",
-    solver=AGENT_SOLVER,
+    solver=E2D_SOLVER,
     reg=1.0,
 ) -> Agent:
     """E2D with the offset DEC for a fixed lambda (Foster et al., 2021).
@@ -189,8 +195,8 @@ def fixed_horizon_e2d(
       divergence: as in :func:`anytime_e2d`.
       gap_type: as in :func:`anytime_e2d`.
       solver: a solver value or name that solves the linear offset DEC (default
-        :data:`AGENT_SOLVER`; ``"fw-grid"`` or ``"paper"`` mean plain smoothed Frank-Wolfe
-        here: there is no lambda to search).
+        :data:`E2D_SOLVER`; ``"tracking"`` or ``"fast"`` are warm-started mirror-prox,
+        ``"fw-grid"`` or ``"paper"`` plain smoothed Frank-Wolfe: there is no lambda to search).
       reg: as in :func:`anytime_e2d`.
 
     Returns:

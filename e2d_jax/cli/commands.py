@@ -286,8 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
                           "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family)")
     rep.add_argument("--solver", choices=list(presets.REPRODUCE_SOLVERS), default=None,
-                     help="E2D's DEC solver, exp1/exp2/all only (default tracking: the agents' own; paper: 100 "
-                          "Frank-Wolfe steps on a 50-point grid)")
+                     help="the E2D agents' DEC solver, exp1/exp2/all only (default: each agent's own; paper: 100 "
+                          "Frank-Wolfe steps on a 50-point grid; fast: 10 mirror-prox steps a round)")
     rep.add_argument("--families", default=None,
                      help=f"zoo only: comma-separated families to run (default: all of {', '.join(zoo.FAMILIES)})")
     _common(rep, out_default=f"{RUNS}/reproduce")

@@ -60,7 +60,7 @@ from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax import _checks as V
-from e2d_jax.dec import frank_wolfe, fused, lambda_search, saddle
+from e2d_jax.dec import frank_wolfe, fused, interior_point, lambda_search, saddle
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
@@ -353,8 +353,11 @@ def _family(s: ObservableSpan, r, eps2, solver: S.LambdaSearch, gap_type) -> lam
     inner = solver.inner_for("linear")
 
     def solve_at(lam, mu_init, om_init):
-        grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
         atol = solver.inner_rtol * lam * eps2
+        if isinstance(inner, S.InteriorPoint):
+            return interior_point.solve(s, r, lam, gap_type=gap_type, maxiter=inner.maxiter, rtol=solver.inner_rtol,
+                                        atol=atol, mu0=mu_init, omega0=om_init, early_stop=inner.early_stop)
+        grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
         return saddle.solve(grads, cert, mu_init, om_init, maxiter=inner.maxiter, rtol=solver.inner_rtol,
                             atol=atol, check_every=inner.check_every)
 
@@ -500,6 +503,14 @@ def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["
         return _saddle_kernel(solver, s, lambda: _offset_xla(s, f_hat_r, lam, solver, warm, gap_type),
                               lambda interpret: fused.solve_offset(s, f_hat_r, lam, solver, warm, gap_type,
                                                                    interpret=interpret))
+    if isinstance(solver, S.InteriorPoint):
+        r = s.features @ f_hat_r
+        lam = jnp.asarray(lam, s.features.dtype)
+        sol = interior_point.solve(s, r, lam, gap_type=gap_type, maxiter=solver.maxiter, rtol=solver.rtol,
+                                   atol=solver.atol, mu0=warm.mu, omega0=warm.omega, early_stop=solver.early_stop)
+        result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
+                           iterations=sol.iterations, status=sol.status, omega=sol.omega)
+        return result, WarmStart(sol.mu, sol.omega, warm.step)
     return _offset_xla(s, f_hat_r, lam, solver, warm, gap_type)
 
 

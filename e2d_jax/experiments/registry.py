@@ -629,7 +629,7 @@ def _e2d(request: AgentRequest):
                              f"{request.name}@{request.param}") from None
     if n < 2:
         raise V.ArgumentError("agents", f"{V.name('agents')}: e2d needs a tuning horizon >= 2, got {n}")
-    default = e2d_linear.AGENT_SOLVER if request.family == "linear" else e2d_finite.E2D_SOLVER
+    default = e2d_linear.E2D_SOLVER if request.family == "linear" else e2d_finite.E2D_SOLVER
     kwargs = _e2d_kwargs(request, default)
     build = e2d_linear.fixed_horizon_e2d if request.family == "linear" else e2d_finite.fixed_horizon_e2d
     build(horizon=n, **kwargs)  # checks the static options now, with the family's own message

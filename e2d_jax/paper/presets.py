@@ -191,8 +191,9 @@ REPRODUCE_DEFAULTS = {
 #: The reproductions that take ``conventions`` and ``solver`` (the others measure both
 #: conventions and solvers themselves, or run every agent at its defaults).
 WITH_CONVENTIONS = ("exp1", "exp2", "all")
-#: The solvers a reproduction of the experiments may name.
-REPRODUCE_SOLVERS = ("tracking", "paper")
+#: The solvers a reproduction of the experiments may name for its E2D agents (None: each
+#: agent's own).
+REPRODUCE_SOLVERS = ("paper", "fast", "tracking")
 
 
 def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int | None = None,
@@ -206,7 +207,8 @@ def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int
       seeds: seeds per instance.
       instances: instances (seeds 0..N-1).
       conventions: ``"implementation"`` or ``"paper-text"`` (the experiments only).
-      solver: E2D's solver (the experiments only): ``"tracking"`` (the default) or ``"paper"``.
+      solver: the E2D agents' solver (the experiments only; None: each agent's own):
+        ``"paper"``, ``"fast"`` or ``"tracking"``.
       families: zoo only: the families to run (default: all of them).
     """
     if experiment not in REPRODUCE_DEFAULTS:
