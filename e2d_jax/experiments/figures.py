@@ -14,14 +14,16 @@ from e2d_jax.experiments import storage
 
 
 def title_of(summary: dict) -> str:
-    """``name: env, d=.., K=.., n=.., S seeds × I instances[, conventions]``."""
+    """``name: env, d=.., K=.., n=.., S seeds × I instances[, conventions]`` (the parts the summary
+    has: results saved from Python name no environment)."""
     cfg = summary["config"]
     dims = ", ".join(f"{k}={cfg.get(f)}" for k, f in (("d", "d"), ("K", "arms"), ("M", "models"))
                      if cfg.get(f) is not None)
     inst = len(cfg.get("instance_seeds", [0]))
     count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
     conv = f", {summary['conventions']} conventions" if summary.get("conventions") else ""
-    return f"{summary['name']}: {cfg['env']}{', ' + dims if dims else ''}, n={cfg['horizon']}, {count}{conv}"
+    parts = [cfg.get("env"), dims, f"n={cfg['horizon']}" if cfg.get("horizon") else None, count]
+    return f"{summary['name']}: " + ", ".join(p for p in parts if p) + conv
 
 
 def figures(out) -> dict:

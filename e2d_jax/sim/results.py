@@ -241,8 +241,10 @@ class Results:
                 rounds_total = int(status[h].sum())
                 with np.errstate(all="ignore"):
                     p90 = stats["rel_gap_p90"][h]
+                    flagged = int(stats["max_iter_rounds"][h].sum())
+                    certified = pooled.sum() > 0 or flagged > 0  # agents without a certificate: None
                     solver = {
-                        "flagged_fraction": float(stats["max_iter_rounds"][h].sum() / max(rounds_total, 1)),
+                        "flagged_fraction": float(flagged / max(rounds_total, 1)) if certified else None,
                         "rel_gap_p50": float(hist_quantile(pooled, 0.5)),
                         "rel_gap_p90": float(hist_quantile(pooled, 0.9)),
                         "rel_gap_p99": float(hist_quantile(pooled, 0.99)),
@@ -272,7 +274,7 @@ class Results:
         regret with its 95% CI (``ci95_low``, ``ci95_high``) and std, ``seeds`` (valid),
         ``seeds_invalid``, ``instances``, the median and IQR over instances, and the solver's
         ``flagged_fraction`` and relative-gap quantiles ``rel_gap_p50`` / ``p90`` / ``p99``
-        (NaN for agents without a certified gap), compile seconds and seed-rounds per second
+        (NaN for agents that certify no gap, e.g. UCB and TS), compile seconds and seed-rounds per second
         of the cell's compiled call."""
         rows = []
         hp_names = self._hp_names()
