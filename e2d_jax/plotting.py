@@ -2,8 +2,9 @@
 against a hyperparameter.
 
 Every function takes NumPy arrays or a results table (``pandas.read_parquet`` of a sweep's
-``results.parquet``) and returns a bare ``matplotlib.figure.Figure`` (no pyplot, so a
-notebook's backend is left alone and no display is needed). :func:`save` writes a figure as
+``results.parquet``) and returns a :class:`Figure`: a ``matplotlib.figure.Figure`` drawn without
+pyplot (a notebook's backend is left alone, nothing is shown by surprise) that Jupyter displays
+as a PNG when it is a cell's value. :func:`save` writes a figure as
 PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`), and the cells of
 an agent's hyperparameter grid are shades of it, light to dark in the grid's order
 (:func:`cell_colours`), named ``agent (name=value)`` (:func:`cell_names`). Every legend says
@@ -14,18 +15,29 @@ from __future__ import annotations
 
 import colorsys
 import hashlib
+import io
 import textwrap
 from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import to_hex, to_rgb
-from matplotlib.figure import Figure
+from matplotlib import figure as _mpl_figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from e2d_jax._stats import mean_ci95
 
 #: Resolution of the PNG files.
 DPI = 200
+
+
+class Figure(_mpl_figure.Figure):
+    """A matplotlib ``Figure`` that Jupyter displays as a PNG when it is a cell's value, with
+    or without pyplot's inline backend (the library never imports pyplot)."""
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", bbox_inches="tight")
+        return buf.getvalue()
 
 #: What a figure says of a label without any valid run.
 NO_VALID = "no valid seeds"

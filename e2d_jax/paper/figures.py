@@ -11,13 +11,11 @@ import json
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from e2d_jax.agents.e2d_linear import horizon_lambda
 from e2d_jax.experiments import storage
-from e2d_jax.plotting import curves_by_cell
 from e2d_jax.paper import claims
-from e2d_jax.plotting import log_ticks, agent_colour
+from e2d_jax.plotting import Figure, agent_colour, curves_by_cell, log_ticks
 from e2d_jax.sim.summaries import mean_ci95
 
 

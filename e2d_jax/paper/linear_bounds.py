@@ -36,7 +36,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from matplotlib.figure import Figure
 
 from e2d_jax.dec import linear as dec_linear
 from e2d_jax.dec import solvers as S
@@ -44,6 +43,7 @@ from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.experiments import registry
+from e2d_jax.plotting import Figure
 
 
 class DesignConstant(NamedTuple):

@@ -31,9 +31,9 @@ from typing import NamedTuple
 import jax
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from e2d_jax import _files, plotting
+from e2d_jax.plotting import Figure
 from e2d_jax.sim.rollout import RolloutResult, SolverStats
 from e2d_jax.sim.summaries import hist_quantile, instance_summary, solver_summary
 from e2d_jax.types import Status

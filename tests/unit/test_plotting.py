@@ -64,3 +64,10 @@ def test_every_cell_of_a_grid_has_its_own_colour_and_a_readable_name():
     ax = final.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()][::-1] == list(names.values())[::-1]
     assert len({tuple(p.get_facecolor()[:3]) for p in ax.patches}) == 5
+
+
+def test_figures_show_themselves_in_jupyter_as_png():
+    rounds = np.arange(1, 11)
+    fig = plotting.plot_regret({"ucb": (rounds, np.cumsum(np.ones((3, 10)), axis=1))})
+    png = fig._repr_png_()  # what IPython displays for a cell's value
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
