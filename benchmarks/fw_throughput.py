@@ -29,16 +29,19 @@ slowest problem of the call: under ``vmap`` a ``lax.while_loop`` runs until its 
 problem stops, so a batch executes that many), microseconds per executed lane-iteration (wall
 time / sum over calls of b x the call's iterations), the certified relative gap
 (``gap / |value|``, median and 90th percentile) and the fraction with status OK. For the grid
-and search solvers the iterations are summed over their lambdas. A batch whose pass would take
-longer than ``--max-seconds`` (predicted from the previous one) is skipped, with a line that
-says so.
+and search solvers the iterations are summed over their lambdas. Every batch size is compiled
+and run once, then timed ``--repeats`` times, the batch sizes taking turns. A batch whose pass
+would take longer than ``--max-seconds`` is skipped, with a line that says so (predicted from
+the previous batch size: a call's time in proportion to the batch on a CPU, to its square root
+on an accelerator).
 
 Reference oracles (``tests/helpers/reference.py``: cvxpy with Clarabel, and scipy; both come
 with the ``test`` extra) check each answer on the first ``--reference-problems`` problems when
 they are importable: the relative excess of its exact objective over the reference optimum,
 and whether its certified lower bound is below that optimum. Without them a line says they
 were skipped. A plain NumPy smoothed Frank-Wolfe (100 steps; on the ac-DEC on a 50-point
-lambda grid, as the authors' code) is timed one problem at a time either way.
+lambda grid, as the authors' code) is timed one problem at a time either way (none of this
+with ``--reference-problems 0``).
 
 Run::
 
@@ -146,8 +149,11 @@ def batched_solver(program, gap_type, solver):
 # --- one row: a solver, a budget, a batch size --------------------------------------------
 
 def run_calls(compiled, calls):
+    """One call after another, each waited for: with several in flight, XLA's CPU runtime can
+    run two at once, and two batched LAPACK calls (the Exp. 2 shape's solves) can then hold
+    every thread of its pool and never finish."""
     t0 = time.perf_counter()
-    outs = jax.block_until_ready([compiled(*c) for c in calls])
+    outs = [jax.block_until_ready(compiled(*c)) for c in calls]
     return time.perf_counter() - t0, outs
 
 
@@ -186,14 +192,17 @@ def measure_solver(probs: Problems, name, program, gap_type, budget, solver, bat
     weighs on all of them alike). Returns the first problems' answers (value, lower bound,
     mu) for the reference checks."""
     fn = batched_solver(program, gap_type, solver)
+    # A call's time grows in proportion to its batch on a CPU, far slower on an accelerator.
+    growth = 1.0 if jax.devices()[0].platform == "cpu" else 0.5
     count = None  # problems of the smallest batch (the m of the module docstring)
-    per_solve = None  # seconds per solve of the last batch's first pass
+    last = None  # (batch, seconds per call) of the last batch's first pass
     plan, lines = [], {}
     for b in batches:
         n_b = b if count is None else max(b, count) - max(b, count) % b
-        if per_solve is not None and per_solve * n_b > args.max_seconds:
+        predicted = None if last is None else (n_b // b) * last[1] * (b / last[0]) ** growth
+        if predicted is not None and predicted > args.max_seconds:
             lines[b] = (f"{name:14s} {budget:17s} {b:5d}   skipped: a pass of {n_b} problems would take about "
-                        f"{per_solve * n_b:.0f} s (--max-seconds {args.max_seconds:g})")
+                        f"{predicted:.0f} s (--max-seconds {args.max_seconds:g})")
             continue
         if n_b > probs.n:
             lines[b] = f"{name:14s} {budget:17s} {b:5d}   skipped: needs {n_b} problems (--problems {probs.n})"
@@ -211,7 +220,7 @@ def measure_solver(probs: Problems, name, program, gap_type, budget, solver, bat
             n_b = count - count % b
             calls = probs.calls(program, b, n_b)
         seconds, _ = run_calls(compiled, calls)  # the first pass (allocations), not reported
-        per_solve = seconds / n_b
+        last = (b, seconds / len(calls))
         plan.append(dict(batch=b, problems=n_b, compiled=compiled, calls=calls, compile_s=compile_s, times=[]))
     first = None
     for _ in range(args.repeats):
@@ -432,6 +441,9 @@ def main(argv=None):
                     answers[name, budget] = first
 
         n_ref = args.reference_problems
+        if n_ref == 0:
+            save()
+            continue
         numpy_rows = time_numpy(probs, n_ref)
         print(f"\n{'one problem at a time':40s} {'s/solve':>9s} {'solves/s':>9s}", flush=True)
         for r in numpy_rows:
