@@ -22,6 +22,10 @@
 #   fused_solver      fused_solver.py: the agents' DEC solve (Exp. 1 shape, warm-started, 10 steps and a
 #                     certificate) as one Pallas kernel against XLA's vmapped solver, 1,024 and 2^17
 #                     seeds, both forms (ac-DEC and offset), with the two answers' agreement
+#   fw_throughput     fw_throughput.py: the DEC solvers (Frank-Wolfe on the lambda grid and on the offset
+#                     DEC, mirror-prox on both forms, the lambda search) at their default budgets, 1,
+#                     1,000 and 10,000 problems per call, both shapes (its JSON is rewritten after every
+#                     solver, so a run stopped at the limit keeps the solvers it has)
 #
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
@@ -49,11 +53,11 @@ PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
     TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
-    ZOO_SIZE="--instances 2 --seeds 4"; S_FUSED=64
+    ZOO_SIZE="--instances 2 --seeds 4"; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
     TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
-    S_FUSED=1024,131072
+    S_FUSED=1024,131072; FW_SHAPES=exp1,exp2; FW_BATCHES=1,1000,10000
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -119,4 +123,7 @@ step 170 full_width "$PY" benchmarks/e2d_throughput.py --shapes exp1,exp2 --agen
 # Its JSON is rewritten after every row, so a run stopped at the limit keeps the rows it has.
 step 150 fused_solver "$PY" benchmarks/fused_solver.py --seeds "$S_FUSED" --budgets agent --repeats "$REP" \
     --json "$OUT/fused_solver.json"
+step 120 fw_throughput "$PY" benchmarks/fw_throughput.py --shapes "$FW_SHAPES" --budgets default \
+    --batches "$FW_BATCHES" --problems 20 --max-seconds 2 --repeats "$REP" --reference-problems 0 \
+    --json "$OUT/fw_throughput.json"
 } 2>&1 | tee "$OUT/suite.log"
