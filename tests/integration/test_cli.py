@@ -392,6 +392,8 @@ def test_unwritable_or_file_out_is_one_line_exit_2(tmp_path, capsys):
     (["exp1", "--families", "end-of-optimism"], "--families"),
     (["zoo", "--families", "end-of-optimism,nope"], "--families"),
     (["zoo", "--families", ","], "--families"),
+    (["exp1", "--horizon", "500"], "--horizon"),
+    (["linear-bounds", "--horizon", "500"], "--horizon"),
 ])
 def test_reproduce_refuses_flags_that_do_not_apply(args, needle, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -477,3 +479,4 @@ def test_full_disk_is_one_line_keeps_finished_chunks_and_resumes(tmp_path, capsy
     assert cli.main(args(tmp_path / "clean")) == 0
     resumed, clean = (pd.read_parquet(d / "results.parquet") for d in (out, tmp_path / "clean"))
     np.testing.assert_array_equal(resumed["final_regret"].to_numpy(), clean["final_regret"].to_numpy())
+
