@@ -55,7 +55,7 @@ AGENTS = ("anytime-e2d", "e2d", "ids", "ucb", "ts")
 #: 2-core CPU the default run (both environments, five agents) takes about a quarter of an
 #: hour (``benchmarks/results/cpu-2core/horizons/``).
 ACCELERATOR_HORIZON = 1_000_000
-CPU_HORIZON = 100_000
+CPU_HORIZON = 200_000
 ACCELERATOR_SEEDS = 1024
 CPU_SEEDS = 128
 #: Recorded rounds per run (every n // RECORDED rounds): uniform in n, so the last decade
@@ -321,7 +321,7 @@ def plot(base, tables: dict | None = None) -> Figure:
     base = Path(base)
     sweeps = _sweeps(base)
     tables = report(base) if tables is None else tables
-    fig = Figure(figsize=(5.6 * max(1, len(sweeps)), 4.6), dpi=100)
+    fig = Figure(figsize=(5.2 * max(1, len(sweeps)), 5.2), dpi=100)
     axes = fig.subplots(1, max(1, len(sweeps)), squeeze=False)[0]
     for ax, (env, out) in zip(axes, sweeps.items()):
         table, rounds, regret = _curves(out)
@@ -354,9 +354,10 @@ def plot(base, tables: dict | None = None) -> Figure:
         count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
         ax.set_title(f"{env}: n = {cfg['horizon']:,}, {count}", fontsize=10)
         ax.set_xlabel("round n")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7.5, loc="upper left", title="exponent on [n/10, n] (shaded) [95% CI]",
-                  title_fontsize=7.5)
+        ax.grid(alpha=0.3, which="major")
+        ax.grid(alpha=0.08, which="minor")
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                  title="exponent on [n/10, n] (shaded) [95% CI]", title_fontsize=7.5)
     axes[0].set_ylabel("mean cumulative pseudo-regret")
     fig.tight_layout()
     return fig

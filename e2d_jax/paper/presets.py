@@ -211,7 +211,7 @@ def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int
       solver: E2D's solver (the experiments only): ``"tracking"`` (the default) or ``"paper"``.
       families: zoo only: the families to run (default: all of them).
       horizon: horizons only: rounds n (default: :func:`e2d_jax.paper.horizons.default_horizon`,
-        10^6 on an accelerator, 10^5 on a CPU).
+        10^6 on an accelerator, 2 * 10^5 on a CPU).
     """
     if experiment not in REPRODUCE_DEFAULTS:
         raise ValueError(f"experiment must be one of {sorted(REPRODUCE_DEFAULTS)}, got {experiment!r}")
