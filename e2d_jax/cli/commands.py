@@ -480,9 +480,10 @@ def _reproduce_specs(args) -> list:
         if unknown or not families:
             raise V.ArgumentError("families", f"{V.name('families')} must be a comma-separated list of {', '.join(zoo.FAMILIES)}; "
                              f"got {args.families!r}")
-    return presets.reproduce_specs(args.experiment, seeds=args.seeds, instances=args.instances,
-                                   conventions=args.conventions, solver=args.solver, families=families,
-                                   horizon=args.horizon)
+    specs = presets.reproduce_specs(args.experiment, seeds=args.seeds, instances=args.instances,
+                                    conventions=args.conventions, solver=args.solver, families=families,
+                                    horizon=args.horizon)
+    return [dataclasses.replace(s, x64=True) for s in specs] if args.x64 else specs
 
 
 def _figure1(base: Path, conventions: str) -> None:
@@ -554,7 +555,7 @@ def _dispatch(args) -> int:
             return _linear_bounds(args, base)
         status, executor, complete = 0, _executor(args), True
         specs = _reproduce_specs(args)
-        if any(spec.x64 for spec in specs):  # a reproduction that computes in float64
+        if any(spec.x64 for spec in specs):  # --x64, or a reproduction that computes in float64
             jax.config.update("jax_enable_x64", True)
         for spec in specs:
             summary, code = _execute(spec, base / spec.name, args, executor)
