@@ -300,8 +300,8 @@ def markdown(base, tables: dict | None = None) -> str:
         cfg = _config(base / f"horizons-{env}")
         inst = len(cfg["instance_seeds"])
         count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
-        lines += [f"## {env}", "", f"n = {cfg['horizon']:,}, {count}, recorded every {cfg['record_every']:,} "
-                  "rounds.", "",
+        every = "every round" if cfg["record_every"] == 1 else f"every {cfg['record_every']:,} rounds"
+        lines += [f"## {env}", "", f"n = {cfg['horizon']:,}, {count}, recorded {every}.", "",
                   "| agent | final regret [95% CI] | exponent on [n/10, n] [95% CI] | R(n)/R(n/2) | "
                   "Anytime-E2D below from |", "|---|---|---|---|---|"]
         for _, r in df.iterrows():
