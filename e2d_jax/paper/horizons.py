@@ -248,11 +248,15 @@ def sweep_report(out, *, boot: int = 2000) -> pd.DataFrame:
     """One row per agent of a stored sweep: ``agent``, ``seeds`` (valid runs, pooled over
     instances), ``final`` (mean final regret), ``final_lo``, ``final_hi`` (its 95% CI over the
     runs), ``exponent``, ``exponent_lo``, ``exponent_hi`` (:func:`growth_exponent` over the
-    last decade), ``window`` (its first and last rounds), ``growth`` (R(n) / R(n/2) of the
+    last decade), ``window`` (its first and last rounds), ``before``, ``before_lo``,
+    ``before_hi`` (the same over the decade before, n/100 to n/10: whether the rate bends;
+    NaN where fewer than two recorded rounds fall in it), ``growth`` (R(n) / R(n/2) of the
     mean curve) and ``e2d_below_from`` (the round from which Anytime-E2D's mean regret stays
     below the agent's; None when it ends above)."""
     table, rounds, regret = _curves(Path(out))
     half = int(np.argmin(np.abs(rounds - rounds[-1] / 2)))
+    earlier = rounds <= rounds[-1] / WINDOW
+    earlier_fits = np.sum(rounds[earlier] >= rounds[-1] / WINDOW ** 2) >= 2
     means = {}
     rows = []
     for cell in dict.fromkeys(table["cell"]):
@@ -260,10 +264,13 @@ def sweep_report(out, *, boot: int = 2000) -> pd.DataFrame:
         runs = regret[mask]
         means[cell] = runs.mean(0)
         final, ci = mean_ci95(table.loc[mask, "final_regret"].to_numpy())
-        e = growth_exponent(rounds, runs, groups=table.loc[mask, "instance_seed"].to_numpy(), boot=boot)
+        groups = table.loc[mask, "instance_seed"].to_numpy()
+        e = growth_exponent(rounds, runs, groups=groups, boot=boot)
+        b = (growth_exponent(rounds[earlier], runs[:, earlier], groups=groups, boot=boot) if earlier_fits
+             else Exponent(np.nan, np.nan, np.nan, 0, 0, 0))
         rows.append(dict(agent=cell, seeds=int(mask.sum()), final=float(final), final_lo=float(final - ci),
                          final_hi=float(final + ci), exponent=e.slope, exponent_lo=e.lo, exponent_hi=e.hi,
-                         window=[e.first, e.last],
+                         window=[e.first, e.last], before=b.slope, before_lo=b.lo, before_hi=b.hi,
                          growth=float(means[cell][-1] / means[cell][half]) if means[cell][half] > 0 else np.nan))
     for row in rows:
         row["e2d_below_from"] = (below_from(rounds, means[FOCUS], means[row["agent"]])
@@ -286,6 +293,10 @@ def _config(out: Path) -> dict:
     return json.loads((out / storage.SUMMARY).read_text())["config"]
 
 
+def _interval(x, lo, hi) -> str:
+    return "—" if not np.isfinite(x) else f"{x:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
 def markdown(base, tables: dict | None = None) -> str:
     """The report as Markdown: one table per environment."""
     base = Path(base)
@@ -293,23 +304,24 @@ def markdown(base, tables: dict | None = None) -> str:
     lines = ["# Regret over long horizons", "",
              "Final regret: mean over seeds [95% CI]. Exponent: the slope of log R against log n over the last "
              "decade (n/10 to n) of the mean regret curve, with a 95% bootstrap CI over seeds (about 1/2 for "
-             "regret of order √n, 1 for linear regret, 1/log n for logarithmic). Growth: R(n) / R(n/2) of the "
-             "mean curve. Last column: the round from which Anytime-E2D's mean regret stays below the agent's "
-             "(— where it ends above).", ""]
+             "regret of order √n, 1 for linear regret, 1/log n for logarithmic); the same over the decade "
+             "before (n/100 to n/10) says whether the rate bends. Growth: R(n) / R(n/2) of the mean curve. Last "
+             "column: the round from which Anytime-E2D's mean regret stays below the agent's (— where it ends "
+             "above).", ""]
     for env, df in tables.items():
         cfg = _config(base / f"horizons-{env}")
         inst = len(cfg["instance_seeds"])
         count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
         every = "every round" if cfg["record_every"] == 1 else f"every {cfg['record_every']:,} rounds"
         lines += [f"## {env}", "", f"n = {cfg['horizon']:,}, {count}, recorded {every}.", "",
-                  "| agent | final regret [95% CI] | exponent on [n/10, n] [95% CI] | R(n)/R(n/2) | "
-                  "Anytime-E2D below from |", "|---|---|---|---|---|"]
+                  "| agent | final regret [95% CI] | exponent on [n/10, n] [95% CI] | on [n/100, n/10] | "
+                  "R(n)/R(n/2) | Anytime-E2D below from |", "|---|---|---|---|---|---|"]
         for _, r in df.iterrows():
             below = "" if r["agent"] == FOCUS else (
                 "—" if r["e2d_below_from"] is None or pd.isna(r["e2d_below_from"]) else f"{int(r['e2d_below_from']):,}")
             lines.append(f"| {r['agent']} | {r['final']:.1f} [{r['final_lo']:.1f}, {r['final_hi']:.1f}] | "
                          f"{r['exponent']:.2f} [{r['exponent_lo']:.2f}, {r['exponent_hi']:.2f}] | "
-                         f"{r['growth']:.2f} | {below} |")
+                         f"{_interval(r['before'], r['before_lo'], r['before_hi'])} | {r['growth']:.2f} | {below} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -31,6 +31,7 @@ def _check(out, printed, agents):
             assert r["window"] == [20, 200]
             assert np.isfinite([r["exponent"], r["exponent_lo"], r["exponent_hi"]]).all()
             assert r["exponent_lo"] <= r["exponent_hi"]
+            assert np.isfinite([r["before"], r["before_lo"], r["before_hi"]]).all()  # [2, 20]: 19 rounds
             below = r["e2d_below_from"]
             assert below is None if agent == "anytime-e2d" else below is None or below in curves["rounds"]
     assert (out / "horizons.md").read_text().count("| anytime-e2d |") == 2
