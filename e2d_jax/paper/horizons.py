@@ -302,7 +302,7 @@ def markdown(base, tables: dict | None = None) -> str:
     base = Path(base)
     tables = report(base) if tables is None else tables
     lines = ["# Regret over long horizons", "",
-             "Final regret: mean over seeds [95% CI]. Exponent: the slope of log R against log n over the last "
+             "Final regret: mean over seeds with its 95% CI in brackets. Exponent: the slope of log R against log n over the last "
              "decade (n/10 to n) of the mean regret curve, with a 95% bootstrap CI over seeds (about 1/2 for "
              "regret of order √n, 1 for linear regret, 1/log n for logarithmic); the same over the decade "
              "before (n/100 to n/10) says whether the rate bends. Growth: R(n) / R(n/2) of the mean curve. Last "
@@ -314,7 +314,7 @@ def markdown(base, tables: dict | None = None) -> str:
         count = f"{cfg['seeds']} seeds" + (f" × {inst} instances" if inst > 1 else "")
         every = "every round" if cfg["record_every"] == 1 else f"every {cfg['record_every']:,} rounds"
         lines += [f"## {env}", "", f"n = {cfg['horizon']:,}, {count}, recorded {every}.", "",
-                  "| agent | final regret [95% CI] | exponent on [n/10, n] [95% CI] | on [n/100, n/10] | "
+                  "| agent | final regret (95% CI) | exponent on [n/10, n] (95% CI) | on [n/100, n/10] | "
                   "R(n)/R(n/2) | Anytime-E2D below from |", "|---|---|---|---|---|---|"]
         for _, r in df.iterrows():
             below = "" if r["agent"] == FOCUS else (
