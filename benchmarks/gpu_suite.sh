@@ -26,6 +26,17 @@
 #                     DEC, mirror-prox on both forms, the lambda search) at their default budgets, 1,
 #                     1,000 and 10,000 problems per call, both shapes (its JSON is rewritten after every
 #                     solver, so a run stopped at the limit keeps the solvers it has)
+#   horizons          e2d-jax reproduce horizons (Anytime-E2D, E2D, IDS, UCB and TS on end-of-optimism and
+#                     the revealing semi-bandit, float64) at n = HORIZONS_N (default 10^5) with 1,024 seeds,
+#                     in five processes side by side (--part i/5: at these sizes each part is one agent on
+#                     both environments). Sized from the suite's float32 throughputs at 32,768 lanes (about
+#                     1.2 ms a round for Anytime-E2D and IDS on the semi-bandit, 0.35 ms for Anytime-E2D on
+#                     end-of-optimism): about 2.5 minutes of rounds for the slowest part at 10^5, more
+#                     where the five processes contend for the GPU; not yet timed on one.
+#                     HORIZONS_N=1000000 with HORIZONS_LIMIT=3000 (seconds) is the command's own GPU size,
+#                     about 26 minutes of rounds by the same estimate
+#   horizons_report   the growth exponents' report and figure (horizons.md, .json, .png) with the sweeps'
+#                     summaries and tables (not the curves) in OUT/horizons.tar.gz
 #
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
@@ -53,11 +64,11 @@ PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
     TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
-    ZOO_SIZE="--instances 2 --seeds 4"; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10
+    ZOO_SIZE="--instances 2 --seeds 4"; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10; HORIZONS_SIZE="--horizon 200 --seeds 4"
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
     TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
-    S_FUSED=1024,131072; FW_SHAPES=exp1,exp2; FW_BATCHES=1,1000,10000
+    S_FUSED=1024,131072; FW_SHAPES=exp1,exp2; FW_BATCHES=1,1000,10000; HORIZONS_SIZE="--horizon ${HORIZONS_N:-100000} --seeds 1024"
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -126,4 +137,36 @@ step 150 fused_solver "$PY" benchmarks/fused_solver.py --seeds "$S_FUSED" --budg
 step 120 fw_throughput "$PY" benchmarks/fw_throughput.py --shapes "$FW_SHAPES" --budgets default \
     --batches "$FW_BATCHES" --problems 20 --max-seconds 2 --repeats "$REP" --reference-problems 0 \
     --json "$OUT/fw_throughput.json"
+horizons() {  # a fresh directory: the five parts write into one, and --overwrite in one would remove the others'
+    local base=$RUNS/horizons i pids=()
+    rm -rf "$base"
+    for i in 1 2 3 4 5; do
+        XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" -m e2d_jax.cli reproduce horizons --part "$i/5" --out "$base" \
+            $HORIZONS_SIZE --quiet > "$RUNS/horizons_$i.log" 2>&1 &
+        pids+=($!)
+    done
+    trap 'kill "${pids[@]}" 2>/dev/null' TERM
+    wait "${pids[@]}"
+    tail -n 3 "$RUNS"/horizons_*.log
+}
+horizons_report() {  # the tables of a sweep whose last parts finished together are written here if no part did
+    "$PY" - "$RUNS/horizons" <<'PY'
+import sys
+from pathlib import Path
+from e2d_jax.experiments.runner import collect_stored
+from e2d_jax.paper import horizons
+base = Path(sys.argv[1])
+for env in horizons.ENVIRONMENTS:
+    collect_stored(base / f"horizons-{env}")
+print(horizons.write_report(base).read_text())
+PY
+    tar -C "$RUNS" --exclude=chunks --exclude='*.pdf' --exclude=curves.npz --exclude='regret.png' \
+        --exclude='final_regret.png' -czf "$OUT/horizons.tar.gz" horizons horizons_1.log horizons_2.log \
+        horizons_3.log horizons_4.log horizons_5.log
+    ls -l "$OUT/horizons.tar.gz"
+}
+export -f horizons horizons_report
+export HORIZONS_SIZE
+step "${HORIZONS_LIMIT:-420}" horizons bash -c horizons
+step 60 horizons_report bash -c horizons_report
 } 2>&1 | tee "$OUT/suite.log"

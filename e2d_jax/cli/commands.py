@@ -4,6 +4,7 @@
                 --agents anytime-e2d,e2d-n200,ucb,ts --out runs/demo
     e2d-jax reproduce exp1|exp2|all [--seeds 100] [--conventions implementation|paper-text] --out runs/paper
     e2d-jax reproduce sensitivity|candidates|linear-bounds [--instances N] [--seeds S] --out runs/claims
+    e2d-jax reproduce horizons [--horizon N] [--seeds S] --out runs/horizons
     e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
     e2d-jax plot DIR [--hparam eps2_scale]
 
@@ -54,7 +55,7 @@ from e2d_jax.experiments.figures import draw as draw_figures
 from e2d_jax.experiments.runner import collect_stored, run_sweep
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepError, SweepSpec, load_toml
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted
-from e2d_jax.paper import linear_bounds, presets, zoo
+from e2d_jax.paper import horizons, linear_bounds, presets, zoo
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
 from e2d_jax.sim.results import FLAGGED_WARNING
@@ -85,7 +86,7 @@ FLAGS = {
 _COMMAND_NAMES = {
     "run": set(FLAGS),
     "reproduce": {"out", "resume", "overwrite", "part", "seeds", "instances", "conventions", "solver", "executor",
-                  "address", "workers", "gpus_per_task", "families"},
+                  "address", "workers", "gpus_per_task", "families", "horizon"},
     "sweep": {"out", "resume", "overwrite", "part", "executor", "address", "workers", "gpus_per_task"},
     "plot": {"hparam"},
 }
@@ -269,25 +270,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("reproduce", help="the paper's experiments (Appendix E), Figure 1 and the claims",
                          formatter_class=_Formatter)
-    rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates", "linear-bounds", "zoo"],
+    rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates", "linear-bounds",
+                                            "zoo", "horizons"],
                      help="exp1, exp2 or all (Figure 1); sensitivity: final regret against each algorithm's "
                           "hyperparameter on both shapes over random instances; candidates: what decides "
                           "Experiment 2, on the paper's and the authors' instance distributions; linear-bounds: "
                           "Table 1's linear row and the linear bounds of Section 3.3 against certified DEC values; "
                           "zoo: Anytime-E2D, E2D, IDS, UCB and TS on the instances the paper argues from and on "
-                          "partial-monitoring games")
+                          "partial-monitoring games; horizons: Anytime-E2D, E2D, IDS, UCB and TS up to long "
+                          "horizons on end-of-optimism and the revealing semi-bandit, with each one's growth exponent")
     rep.add_argument("--seeds", type=_positive_int("--seeds"), default=None,
                      help="seeds per instance (default 100, as in the paper; sensitivity: 500 on exp1, 200 on "
-                          "exp2; candidates: 20; zoo: 200)")
+                          "exp2; candidates: 20; zoo: 200; horizons: 1024 on an accelerator, 128 on a CPU)")
     rep.add_argument("--conventions", choices=list(CONVENTIONS), default="implementation",
                      help="information without the 1/2 of the Gaussian KL, as in the authors' code and the "
                           "library's default, or with it, as in the paper's text")
     rep.add_argument("--instances", type=_positive_int("--instances"), default=None,
                      help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
-                          "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family)")
+                          "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family; horizons: "
+                          "1, of the semi-bandit, end-of-optimism being one fixed instance)")
     rep.add_argument("--solver", choices=list(presets.REPRODUCE_SOLVERS), default=None,
                      help="the E2D agents' DEC solver, exp1/exp2/all only (default: each agent's own; paper: 100 "
                           "Frank-Wolfe steps on a 50-point grid; fast: 10 mirror-prox steps a round)")
+    rep.add_argument("--horizon", type=_positive_int("--horizon"), default=None,
+                     help=f"horizons only: rounds n (default: {horizons.ACCELERATOR_HORIZON:,} on an accelerator, "
+                          f"{horizons.CPU_HORIZON:,} on a CPU)")
     rep.add_argument("--families", default=None,
                      help=f"zoo only: comma-separated families to run (default: all of {', '.join(zoo.FAMILIES)})")
     _common(rep, out_default=f"{RUNS}/reproduce")
@@ -473,8 +480,10 @@ def _reproduce_specs(args) -> list:
         if unknown or not families:
             raise V.ArgumentError("families", f"{V.name('families')} must be a comma-separated list of {', '.join(zoo.FAMILIES)}; "
                              f"got {args.families!r}")
-    return presets.reproduce_specs(args.experiment, seeds=args.seeds, instances=args.instances,
-                                   conventions=args.conventions, solver=args.solver, families=families)
+    specs = presets.reproduce_specs(args.experiment, seeds=args.seeds, instances=args.instances,
+                                    conventions=args.conventions, solver=args.solver, families=families,
+                                    horizon=args.horizon)
+    return [dataclasses.replace(s, x64=True) for s in specs] if args.x64 else specs
 
 
 def _figure1(base: Path, conventions: str) -> None:
@@ -492,9 +501,9 @@ def _sensitivity_figure(base: Path) -> None:
 
 
 def _linear_bounds(args, base: Path) -> int:
-    if args.seeds or args.solver or args.conventions != "implementation":
-        raise V.ArgumentError(None, f"{V.name('seeds')}, {V.name('solver')} and {V.name('conventions')} do not apply to "
-                               "reproduce linear-bounds")
+    if args.seeds or args.solver or args.conventions != "implementation" or args.horizon:
+        raise V.ArgumentError(None, f"{V.name('seeds')}, {V.name('solver')}, {V.name('conventions')} and "
+                                    f"{V.name('horizon')} do not apply to reproduce linear-bounds")
     jax.config.update("jax_enable_x64", True)
     base.mkdir(parents=True, exist_ok=True)
     tables = linear_bounds.report(args.instances or 100)
@@ -545,7 +554,10 @@ def _dispatch(args) -> int:
         if args.experiment == "linear-bounds":
             return _linear_bounds(args, base)
         status, executor, complete = 0, _executor(args), True
-        for spec in _reproduce_specs(args):
+        specs = _reproduce_specs(args)
+        if any(spec.x64 for spec in specs):  # --x64, or a reproduction that computes in float64
+            jax.config.update("jax_enable_x64", True)
+        for spec in specs:
             summary, code = _execute(spec, base / spec.name, args, executor)
             status, complete = max(status, code), complete and summary.get("complete", True)
         if args.experiment == "all" and complete:
@@ -554,6 +566,10 @@ def _dispatch(args) -> int:
             _sensitivity_figure(base)
         if args.experiment == "zoo" and complete:
             print(f"wrote {zoo.write_report(base)}")
+        if args.experiment == "horizons" and complete:
+            path = horizons.write_report(base)
+            print("\n" + path.read_text())
+            print(f"wrote {path}, {path.with_suffix('.json')} and {base / 'horizons.png'} (.pdf)")
         print(f"reproduce {args.experiment}: {time.perf_counter() - t0:.0f} s wall")
         return status
     return _plot(Path(args.dir), args.hparam)

@@ -50,10 +50,13 @@ class Checked(NamedTuple):
 
 
 def check_spec(spec: SweepSpec, block: int | None = None) -> Checked:
-    """Validates the environment and every agent before anything runs: the names resolve, the
-    options apply, the memory the sweep needs is there (:func:`check_memory`), and every
+    """Validates the environment and every agent before anything runs: JAX computes in the
+    sweep's precision, the names resolve, the options apply, the memory the sweep needs is there (:func:`check_memory`), and every
     program passes the interaction contract on one abstract round of the instance with its
     first cell (``jax.eval_shape``; nothing is compiled)."""
+    if spec.x64 and not jax.config.jax_enable_x64:
+        raise SweepError(f"{V.name('x64')}: the sweep computes in float64 but JAX runs in float32; call "
+                         "jax.config.update('jax_enable_x64', True) first (the command line does)")
     params, family = instance_shapes(spec.env, spec.builder_options(), spec.dtype)
     checked = Checked(params, family, plan(spec, family, block))
     # From shapes only, before any agent is traced at the sweep's sizes.

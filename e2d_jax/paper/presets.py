@@ -34,7 +34,7 @@ from e2d_jax import _checks as V
 from e2d_jax.envs.linear import LinearEnvParams
 from e2d_jax.experiments import registry
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepSpec
-from e2d_jax.paper import zoo
+from e2d_jax.paper import horizons, zoo
 
 EXPERIMENTS = {
     "exp1": dict(d=3, arms=10, horizon=2000, tunings=(200, 500, 1000, 2000)),
@@ -179,7 +179,7 @@ def exp2_solver(env: str = "semi-bandit", *, instances: int = 20, seeds: int = 2
 
 #: The defaults of ``e2d-jax reproduce`` (and :func:`reproduce_specs`): seeds per instance and
 #: instances of each reproduction (None: the reproduction's own, e.g. the sensitivity sweeps'
-#: per-shape seeds).
+#: per-shape seeds, or the platform's for ``horizons``).
 REPRODUCE_DEFAULTS = {
     "exp1": {"seeds": 100, "instances": 1},
     "exp2": {"seeds": 100, "instances": 1},
@@ -187,6 +187,7 @@ REPRODUCE_DEFAULTS = {
     "sensitivity": {"seeds": None, "instances": 20},
     "candidates": {"seeds": 20, "instances": 100},
     "zoo": {"seeds": None, "instances": None},
+    "horizons": {"seeds": None, "instances": 1},
 }
 #: The reproductions that take ``conventions`` and ``solver`` (the others measure both
 #: conventions and solvers themselves, or run every agent at its defaults).
@@ -197,19 +198,22 @@ REPRODUCE_SOLVERS = ("paper", "fast", "tracking")
 
 
 def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int | None = None,
-                    conventions: str = "implementation", solver: str | None = None, families=None) -> list:
+                    conventions: str = "implementation", solver: str | None = None, families=None,
+                    horizon: int | None = None) -> list:
     """The sweeps of a reproduction (``e2d-jax reproduce EXPERIMENT``), with the defaults of
     :data:`REPRODUCE_DEFAULTS` where ``seeds`` / ``instances`` are None.
 
     Args:
       experiment: ``"exp1"``, ``"exp2"``, ``"all"`` (both: Figure 1), ``"sensitivity"``,
-        ``"candidates"`` or ``"zoo"``.
+        ``"candidates"``, ``"zoo"`` or ``"horizons"``.
       seeds: seeds per instance.
       instances: instances (seeds 0..N-1).
       conventions: ``"implementation"`` or ``"paper-text"`` (the experiments only).
       solver: the E2D agents' solver (the experiments only; None: each agent's own):
         ``"paper"``, ``"fast"`` or ``"tracking"``.
       families: zoo only: the families to run (default: all of them).
+      horizon: horizons only: rounds n (default: :func:`e2d_jax.paper.horizons.default_horizon`,
+        10^6 on an accelerator, 2 * 10^5 on a CPU).
     """
     if experiment not in REPRODUCE_DEFAULTS:
         raise ValueError(f"experiment must be one of {sorted(REPRODUCE_DEFAULTS)}, got {experiment!r}")
@@ -223,6 +227,11 @@ def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int
         raise V.ArgumentError("solver", f"{V.name('solver')} must be one of {REPRODUCE_SOLVERS}, got {solver!r}")
     if families is not None and experiment != "zoo":
         raise V.ArgumentError("families", f"{V.name('families')} applies to reproduce zoo only, not to reproduce {experiment}")
+    if horizon is not None and experiment != "horizons":
+        raise V.ArgumentError("horizon", f"{V.name('horizon')} applies to reproduce horizons only, not to reproduce "
+                                         f"{experiment} (its horizons are the paper's)")
+    if experiment == "horizons":
+        return horizons.specs(horizon=horizon, seeds=seeds, instances=instances)
     if experiment == "zoo":
         return zoo.specs(instances=instances or zoo.INSTANCES, seeds=seeds or zoo.SEEDS, families=families)
     if experiment == "sensitivity":

@@ -20,6 +20,7 @@ import e2d_jax
 from e2d_jax import _checks as V
 from e2d_jax import _files, cli
 from e2d_jax.agents.e2d import anytime_e2d
+from e2d_jax.cli import commands as cli_commands
 from e2d_jax.cli.commands import build_parser, host_device_count, parse_host_devices, to_flags, usable_cores
 from e2d_jax.experiments import figures, provenance, registry, runner, storage
 from e2d_jax.paper import presets
@@ -392,6 +393,8 @@ def test_unwritable_or_file_out_is_one_line_exit_2(tmp_path, capsys):
     (["exp1", "--families", "end-of-optimism"], "--families"),
     (["zoo", "--families", "end-of-optimism,nope"], "--families"),
     (["zoo", "--families", ","], "--families"),
+    (["exp1", "--horizon", "500"], "--horizon"),
+    (["linear-bounds", "--horizon", "500"], "--horizon"),
 ])
 def test_reproduce_refuses_flags_that_do_not_apply(args, needle, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -477,3 +480,14 @@ def test_full_disk_is_one_line_keeps_finished_chunks_and_resumes(tmp_path, capsy
     assert cli.main(args(tmp_path / "clean")) == 0
     resumed, clean = (pd.read_parquet(d / "results.parquet") for d in (out, tmp_path / "clean"))
     np.testing.assert_array_equal(resumed["final_regret"].to_numpy(), clean["final_regret"].to_numpy())
+
+
+def test_reproduce_x64_computes_every_sweep_in_float64():
+    """``reproduce ... --x64`` makes every sweep of the reproduction a float64 one; horizons is
+    float64 without it."""
+    def specs(*argv):
+        return cli_commands._reproduce_specs(build_parser().parse_args(["reproduce", *argv]))
+
+    assert [s.x64 for s in specs("all")] == [False, False]
+    assert [s.x64 for s in specs("all", "--x64")] == [True, True]
+    assert all(s.dtype == "float64" for s in specs("horizons", "--horizon", "100"))

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -234,3 +235,13 @@ def test_bad_sweep_files_name_the_field(tmp_path, text, needle):
     path.write_text(text)
     with pytest.raises(ValueError, match=needle):
         load_toml(path)
+
+
+def test_a_float64_sweep_is_refused_while_jax_runs_in_float32(tmp_path):
+    """A spec with ``x64`` computes in float64 or not at all: with JAX's 64-bit types off, its
+    instances would be float32 without a word, so the sweep is refused before anything runs."""
+    spec = SweepSpec(env="semi-bandit", d=3, arms=4, agents=(SweepAgent.make("ts"),), horizon=5, seeds=2, x64=True)
+    with jax.enable_x64(False):
+        with pytest.raises(SweepError, match="x64: .*float32"):
+            run_sweep(spec, tmp_path / "r", progress=False)
+    assert not (tmp_path / "r").exists()
