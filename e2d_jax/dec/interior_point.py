@@ -63,9 +63,8 @@ iterate is badly centred (the rule of Vanderbei's LOQO: sigma >= 0.1 min(0.05 (1
 so that m falls at most tenfold per iteration: the curvature regenerates residuals that the
 linear model does not see, and a barrier parameter far below them leaves Newton matrices
 whose term J_c^T diag(omega / t) J_c (of size 1 / m) swamps the curvature H, which float32
-then loses (measured on the benchmark's problems: without the floor 2% of float32 problems,
-5% at K = 20, stall above 1e-4, with it 0.3%; the median iterations to 1e-4 rise
-by one).
+then loses: without the floor more float32 problems stall above a relative gap of 1e-4, most
+at K = 20; with it the median iteration count to 1e-4 rises by one.
 
 All variables take one step length alpha (a common step keeps the multipliers from running
 ahead of a primal iterate that the curvature holds back): the largest alpha <= 1 with 1% of the distance to the boundary left

@@ -51,9 +51,9 @@ ENVIRONMENTS = {
 }
 #: The agents, in the order of every table: labels of the registry's entries at their defaults.
 AGENTS = ("anytime-e2d", "e2d", "ids", "ucb", "ts")
-#: Rounds n on an accelerator (GPU, TPU) and on a CPU; seeds per instance likewise. On a
-#: 2-core CPU the default run (both environments, five agents) takes about a quarter of an
-#: hour (``benchmarks/results/cpu-2core/horizons/``).
+#: Rounds n on an accelerator (GPU, TPU) and on a CPU; seeds per instance likewise. The CPU
+#: default is sized for a run of minutes on a laptop-class machine (the measured times are on
+#: the docs' performance page).
 ACCELERATOR_HORIZON = 1_000_000
 CPU_HORIZON = 200_000
 ACCELERATOR_SEEDS = 1024

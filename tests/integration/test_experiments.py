@@ -84,19 +84,26 @@ def test_sweep_writes_table_curves_summary_and_refuses_other_configs(tmp_path):
         run_sweep(spec, tmp_path / "f", progress=False)
 
 
-def test_grid_axis_equals_each_value_alone(tmp_path):
-    """The vmapped hyperparameter axis gives the per-seed results of running each value alone."""
-    grid = run_sweep(_spec(agents=(SweepAgent.make("anytime-e2d", {}, {"eps2_scale": [0.3, 1.0]}),)),
-                     tmp_path / "grid", progress=False)
-    del grid
-    t = pd.read_parquet(tmp_path / "grid" / "results.parquet")
-    for c in (0.3, 1.0):
-        run_sweep(_spec(agents=(SweepAgent.make("anytime-e2d", {}, {"eps2_scale": [c]}),)), tmp_path / f"a{c}",
+def test_a_cells_bits_do_not_depend_on_the_cells_beside_it(tmp_path):
+    """A value of a hyperparameter grid gives the same per-seed bits whatever the other values
+    and its position in the grid (the cells axis is vmapped, and a cell's lanes depend only on
+    its own value), and different values give different runs.
+
+    A grid of one value is another program: XLA drops an axis of size one, and with it
+    rewrites such as a division by a broadcast divisor into a multiplication by its reciprocal,
+    so that its floats agree with a cell of a larger grid to rounding only."""
+    tables = {}
+    for name, values in (("a", [0.3, 1.0]), ("b", [1.0, 0.5, 0.3])):
+        run_sweep(_spec(agents=(SweepAgent.make("anytime-e2d", {}, {"eps2_scale": values}),)), tmp_path / name,
                   progress=False)
-        alone = pd.read_parquet(tmp_path / f"a{c}" / "results.parquet")
-        mine = t[t["hp_eps2_scale"] == c].reset_index(drop=True)
-        np.testing.assert_array_equal(np.stack(mine["action_counts"]), np.stack(alone["action_counts"]))
-        np.testing.assert_allclose(mine["final_regret"], alone["final_regret"], rtol=1e-6)
+        tables[name] = pd.read_parquet(tmp_path / name / "results.parquet")
+    for c in (0.3, 1.0):
+        a, b = (tables[n][tables[n]["hp_eps2_scale"] == c].reset_index(drop=True) for n in ("a", "b"))
+        assert len(a) == len(b) == 20
+        np.testing.assert_array_equal(np.stack(a["action_counts"]), np.stack(b["action_counts"]))
+        np.testing.assert_array_equal(a["final_regret"], b["final_regret"])
+    low, high = (tables["a"][tables["a"]["hp_eps2_scale"] == c]["final_regret"].to_numpy() for c in (0.3, 1.0))
+    assert not np.array_equal(low, high)
 
 
 KILL_SPEC = """
