@@ -482,7 +482,20 @@ def _saddle_kernel(solver: S.Saddle, s: ObservableSpan, xla, pallas):
         return xla()
     if forced:
         return pallas(jax.default_backend() not in ("gpu", "cuda"))
+    if not _has_cuda():
+        # No GPU in this process, so no program can target one: XLA's path alone (choosing by
+        # platform inside the program would trace the kernel too, for nothing).
+        return xla()
     return lax.platform_dependent(default=xla, cuda=lambda: pallas(False))
+
+
+@functools.lru_cache(maxsize=None)
+def _has_cuda() -> bool:
+    """Whether JAX has a CUDA backend in this process."""
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:
+        return False
 
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["saddle"],
