@@ -18,7 +18,7 @@ with :data:`RECORDED` recorded rounds (every n / 500: the last decade holds 450 
 float64: the ridge estimate f_hat = V_t^{-1} b_t is a product of a large b_t with a V_t^{-1}
 kept by rank-one updates, and in float32 its error grows with t until it exceeds the
 semi-bandit's smallest gap (0.06), after which TS plays that action far too often (the docs'
-'What holds' gives the measured effect).
+'What holds' gives the effect on the final regrets).
 
 :func:`report` reduces each stored sweep to, per agent, the final regret (mean and 95% CI
 over seeds) beside its growth exponent over the last decade (:func:`growth_exponent`, with
@@ -56,8 +56,8 @@ AGENTS = ("anytime-e2d", "e2d", "ids", "ucb", "ts")
 #: summaries' round statuses say how often a round here ended above the 5% tolerance.
 E2D_SOLVER = "fast"
 #: Rounds n on an accelerator (GPU, TPU) and on a CPU; seeds per instance likewise. The CPU
-#: default is sized for a run of minutes on a laptop-class machine (the measured times are on
-#: the docs' performance page).
+#: default is sized for a run of minutes on a laptop-class machine (the docs' performance page
+#: gives its wall time).
 ACCELERATOR_HORIZON = 1_000_000
 CPU_HORIZON = 200_000
 ACCELERATOR_SEEDS = 1024

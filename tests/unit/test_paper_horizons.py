@@ -103,7 +103,9 @@ def test_the_preset_agents_environments_and_defaults():
     for s in (eoo, semi):
         assert s.horizon == horizons.CPU_HORIZON and s.seeds == horizons.CPU_SEEDS
         assert [a.label for a in s.agents] == ["anytime-e2d", "e2d", "ids", "ucb", "ts"]
-        assert all(not a.options and not a.grid for a in s.agents)  # every agent at the library's defaults
+        # The E2D agents with the preset's solver, the others at the library's defaults.
+        assert [dict(a.options) for a in s.agents] == [{"solver": horizons.E2D_SOLVER}] * 2 + [{}] * 3
+        assert not any(a.grid for a in s.agents)
         assert s.every == horizons.CPU_HORIZON // horizons.RECORDED
         assert s.x64  # float32 ridge statistics break down over these horizons (see the module docstring)
     assert (eoo.env, eoo.name, eoo.instance_seeds) == ("end-of-optimism", "horizons-end-of-optimism", (0,))
