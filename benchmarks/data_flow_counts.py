@@ -38,14 +38,18 @@ def count_pass(fn):
 
     real_load, real_open = np.load, builtins.open
 
+    def chunk(file):
+        text = str(getattr(file, "name", file))
+        return text.partition("chunks")[2] if "chunks" in text else None
+
     def load(file, *a, **k):
-        if "chunks" in str(file):
-            opens[Path(str(file)).name] += 1
+        if chunk(file):
+            opens[chunk(file)] += 1
         return real_load(file, *a, **k)
 
     def opener(file, *a, **k):
-        if "chunks" in str(file):
-            opens[Path(str(file)).name] += 1
+        if chunk(file):
+            opens[chunk(file)] += 1
         return real_open(file, *a, **k)
 
     np.load, builtins.open = load, opener

@@ -6,7 +6,7 @@ runs Anytime-E2D (the paper's eps_t^2 = d/t on the two experiments) and fixed-ho
 for the horizon, each at its default solver, over ``--seeds`` seeds, and prints per agent the
 fraction of all rounds flagged (status ``MAX_ITER``: the certified gap above the solver's
 tolerance), the pooled certified relative gap's quantiles (upper bin edges of the rollout's
-histogram) and the mean final regret. Works on any checkout that has ``registry.build_instance``
+histogram) and the mean final regret with its 95% CI. Works on any checkout that has ``registry.build_instance``
 and ``registry.agent_factory`` (``PYTHONPATH=<checkout>``), so two versions can be compared.
 
 Run::
@@ -31,6 +31,12 @@ def cases():
         if fam != "semi-bandit":
             out[fam] = (entry[0], entry[1], 2000)
     return out
+
+
+def _ci95(x):
+    """Normal 95% CI of the mean over seeds."""
+    half = 1.96 * float(np.std(x, ddof=1)) / np.sqrt(len(x))
+    return [float(np.mean(x)) - half, float(np.mean(x)) + half]
 
 
 def main(argv=None):
@@ -64,10 +70,12 @@ def main(argv=None):
                        rel_gap_p50=float(hist_quantile(hist, 0.5)), rel_gap_p90=float(hist_quantile(hist, 0.9)),
                        rel_gap_p99=float(hist_quantile(hist, 0.99)),
                        regret=float(np.asarray(sim.result.regret)[:, -1].mean()),
+                       regret_ci95=_ci95(np.asarray(sim.result.regret)[:, -1]),
                        seconds=time.perf_counter() - t0)
             rows.append(row)
             print(f"{name:20s} {label:12s} flagged={row['flagged']:.4f} rel_gap_p50={row['rel_gap_p50']:.1e} "
                   f"p90={row['rel_gap_p90']:.1e} p99={row['rel_gap_p99']:.1e} regret={row['regret']:.1f} "
+                  f"[{row['regret_ci95'][0]:.1f}, {row['regret_ci95'][1]:.1f}] "
                   f"t={row['seconds']:.0f}s", flush=True)
     if args.json:
         meta = dict(date=time.strftime("%Y-%m-%d"), machine=platform.platform(), jax=jax.__version__,

@@ -378,8 +378,9 @@ def invalid_seeds_message(cells: dict) -> str | None:
     return message
 
 
-#: The header of the printed table's speed column: one rate per agent, over all its cells.
-RATE_HEADER = "seed-rounds/s (per agent)"
+#: The header of the printed table's speed column: one rate per compiled call, over all its
+#: cells (those of an agent's grid, and of agents that differ only in numbers).
+RATE_HEADER = "seed-rounds/s (per call)"
 
 
 def _report(summary: dict, out: Path) -> int:
@@ -406,9 +407,10 @@ def _report(summary: dict, out: Path) -> int:
     for label, c, count in rows:
         lo, hi = c["final_regret_ci95"]
         rate = c.get("seed_rounds_per_second") or 0
-        # An agent's cells run in one compiled call: its rate is printed once, on its first cell.
-        rate_text = "" if c["agent"] in seen else f"{rate:,.0f}"
-        seen.add(c["agent"])
+        # A program's cells run in one compiled call: its rate is printed once, on its first cell.
+        program = c.get("program") or c["agent"]
+        rate_text = "" if program in seen else f"{rate:,.0f}"
+        seen.add(program)
         line = (f"  {label:{width}s}  {_number(c['final_regret_mean'], 12)}  {_interval(lo, hi)}  "
                 f"{count:>{seeds_width}s}")
         if multi:
@@ -425,8 +427,8 @@ def _report(summary: dict, out: Path) -> int:
         print("  (flagged: rounds whose certified relative gap exceeded the agent's solver tolerance; rel. gap: "
               "certified gap / value over all rounds)")
     if len(seen) < len(cells):
-        print("  (seed-rounds/s per agent: the cells of an agent's grid, and agents that differ only in numbers, "
-              "run in one compiled call; the rate counts the seed-rounds of all of them)")
+        print("  (seed-rounds/s per compiled call, on its first cell: the cells of an agent's grid, and agents that "
+              "differ only in numbers, run in one call; the rate counts the seed-rounds of all of them)")
     for agent, fraction in _flagged(cells).items():
         print(f"e2d-jax: warning: {agent}: {fraction:.0%} of the rounds are flagged (certified gap above the "
               "solver's tolerance); a larger budget (--solver-iters) certifies more of them", file=sys.stderr,

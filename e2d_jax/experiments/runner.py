@@ -309,6 +309,6 @@ def _members(program, sim):
         take = lambda x: np.asarray(x)[idx] if agent.grid else np.asarray(x)[idx[0]]  # noqa: E731
         result = jax.tree_util.tree_map(take, sim.result)
         grid = agent.cells() or None
-        out.append(sim._replace(result=result, label=agent.label, cells=grid,
+        out.append(sim._replace(result=result, label=agent.label, cells=grid, program=program.label,
                                 run_seconds=sim.run_seconds * len(idx) / program.num_cells))
     return out

@@ -64,6 +64,8 @@ class Simulation(NamedTuple):
       cells: ``{hyperparameter: values (H,)}`` of the cells, or None without a cell axis.
       instance_seeds: (I,) the instances' seeds (or indices), or None without an instance axis.
       horizon: rounds n of every run.
+      program: the compiled program that ran these runs, when it ran other agents' cells too
+        (agents that differ only in numbers share one); None: this agent's own.
     """
 
     result: RolloutResult
@@ -75,6 +77,7 @@ class Simulation(NamedTuple):
     cells: dict | None = None
     instance_seeds: tuple | None = None
     horizon: int | None = None
+    program: str | None = None
 
     # -- the canonical (H, I, S, ...) view ------------------------------------------------
     def _expand(self, x) -> np.ndarray:
@@ -253,7 +256,7 @@ class Results:
                 reasons = {"nonfinite": int((stats["nonfinite_rounds"][h] > 0).sum()),
                            "invalid_action": int((stats["invalid_action_rounds"][h] > 0).sum())}
                 out[cell_label(sim.label, hp)] = _files.finite_or_none({
-                    "agent": sim.label, "hyperparameters": hp,
+                    "agent": sim.label, "program": sim.program or sim.label, "hyperparameters": hp,
                     "final_regret_mean": summary["pooled_mean"], "final_regret_ci95": summary["pooled_ci95"],
                     "final_regret_std": float(vals.std(ddof=1)) if vals.size > 1 else 0.0 if vals.size else None,
                     "seeds": int(valid.sum()), "seeds_per_instance": int(n_s), "instances": int(n_i),

@@ -330,16 +330,17 @@ def test_table_prints_the_speed_once_per_agent(tmp_path, capsys, monkeypatch):
     assert cli.main(["sweep", str(tmp_path / "grid.toml"), "--out", str(out), "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
     header = next(line for line in lines if line.strip().startswith("cell"))
-    assert header.endswith("seed-rounds/s (per agent)")
+    assert header.endswith(cli_commands.RATE_HEADER) and cli_commands.RATE_HEADER.endswith("(per call)")
     rows = {line.split()[0]: line for line in lines if line.startswith("  ") and not line.strip().startswith(("cell", "("))}
     summary = json.loads((out / "summary.json").read_text())
     first, second = "epsilon_greedy[eps0=0.3]", "epsilon_greedy[eps0=3]"
     rate = summary["agents"][first]["seed_rounds_per_second"]
     assert rate == summary["agents"][second]["seed_rounds_per_second"]
     assert rows[first].endswith(f"{rate:,.0f}") and len(rows[first]) == len(header)
-    assert len(rows[second]) <= len(header) - len("seed-rounds/s (per agent)")  # nothing in the rate column
+    assert len(rows[second]) <= len(header) - len(cli_commands.RATE_HEADER)  # nothing in the rate column
     assert rows["ucb"].endswith(f"{summary['agents']['ucb']['seed_rounds_per_second']:,.0f}")
     assert any("the cells of an agent's grid, and agents that differ only in numbers" in line for line in lines)
+    assert {summary["agents"][c]["program"] for c in (first, second)} == {"epsilon_greedy"}
 
 
 def test_summary_reports_solver_statistics(tmp_path):
