@@ -1,2 +1,2 @@
 """The library's version."""
-__version__ = "0.3.0"
+__version__ = "0.4.0"
