@@ -61,11 +61,14 @@ def main(argv=None):
     only = set(args.only.split(",")) if args.only else None
     rows, seen = [], set()
 
-    def record(fn, gap_type, shape, res, seconds, param):
+    def record(fn, gap_type, shape, res, seconds, param, model=None):
         value, gap = float(res.value), float(res.gap)
         rel = gap / max(abs(value), 1e-30)
         ok = int(res.status) == 0
-        key = (fn, gap_type, shape)
+        # A compile per distinct array shapes of the model (a semi-bandit and a linear bandit of
+        # one (d, K) observe differently shaped outcomes), not only per (d, K).
+        shapes = tuple(np.shape(x) for x in jax.tree_util.tree_leaves(model)) if model is not None else ()
+        key = (fn, gap_type, shape, shapes)
         compiled = key not in seen
         seen.add(key)
         rows.append(dict(function=fn, gap_type=gap_type, shape=list(shape), param=param, status=int(res.status),
@@ -89,10 +92,10 @@ def main(argv=None):
         for gap_type in ("delta_f", "delta"):
             if not only or "linear_acdec" in only:
                 res, s = timed(lambda: e2d.linear_acdec(params.model, f_hat, eps2, gap_type=gap_type))
-                record("linear_acdec", gap_type, (d, k), res, s, eps2)
+                record("linear_acdec", gap_type, (d, k), res, s, eps2, params.model)
             if not only or "linear_offset_dec" in only:
                 res, s = timed(lambda: e2d.linear_offset_dec(params.model, f_hat, lam, gap_type=gap_type))
-                record("linear_offset_dec", gap_type, (d, k), res, s, lam)
+                record("linear_offset_dec", gap_type, (d, k), res, s, lam, params.model)
         k, m = FINITE_SHAPES[i % len(FINITE_SHAPES)]
         key = jax.random.key(int(rng.integers(1 << 30)))
         if rng.random() < 0.5:
@@ -103,10 +106,10 @@ def main(argv=None):
         for gap_type in ("delta_f", "delta"):
             if not only or "finite_acdec" in only:
                 res, s = timed(lambda: e2d.finite_acdec(cls.model, f, eps2, gap_type=gap_type))
-                record("finite_acdec", gap_type, (k, m), res, s, eps2)
+                record("finite_acdec", gap_type, (k, m), res, s, eps2, cls.model)
             if not only or "finite_offset_dec" in only:
                 res, s = timed(lambda: e2d.finite_offset_dec(cls.model, f, lam, gap_type=gap_type))
-                record("finite_offset_dec", gap_type, (k, m), res, s, lam)
+                record("finite_offset_dec", gap_type, (k, m), res, s, lam, cls.model)
 
     table = []
     print(f"{'function':20s}{'gap':8s}{'n':>4s}{'OK':>6s}{'meets':>7s}   rel gap p50 / p90 / max      "
