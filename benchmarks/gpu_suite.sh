@@ -41,6 +41,11 @@
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
 #     OUT=benchmarks/results/h200 bash benchmarks/gpu_suite.sh
+# The steps' limits add up to more than one call of a device session allows (10 minutes): pick
+# them with STEPS, e.g. the DEC solvers and the fused round in one call of about 7.5 minutes,
+#   STEPS=info,e2d_throughput,fused_solver,fw_throughput bash benchmarks/gpu_suite.sh
+# and the long horizons in another (HORIZONS_N=100000: about 8 minutes),
+#   STEPS=info,horizons,horizons_report bash benchmarks/gpu_suite.sh
 # SMALL=1 runs every step at toy sizes (to check the script on a CPU); PY=... picks the
 # interpreter. Writes OUT/*.json (the benchmarks' own reports) and OUT/suite.log; name OUT after
 # the hardware and list the files in OUT/README.md.
