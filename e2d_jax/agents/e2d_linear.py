@@ -30,8 +30,9 @@ round's (mu, omega) every round. Anytime-E2D's default :data:`AGENT_SOLVER` (``"
 is mirror-prox on the exact form: since f_hat moves little between rounds, a few
 warm-started iterations track the solution (the incremental scheme the paper's conclusion
 asks for), continued while the round is not certified to 5%. Fixed-horizon E2D's
-:data:`E2D_SOLVER` is an interior-point method (10 iterations a round, certified to 1e-3):
-on its program mirror-prox needs hundreds of steps in a quarter of the rounds. The round's
+:data:`E2D_SOLVER` is an interior-point method (warm-started, until certified to 1e-3, at
+most 10 iterations a round): on its program mirror-prox needs hundreds of steps in a
+quarter of the rounds. The round's
 certified gap sets its status (``OK`` when within the solver's tolerance; docs: Concepts,
 'Round statuses') and the simulator summarises it per seed. ``"paper"`` is the paper's
 solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
@@ -63,8 +64,8 @@ from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status, WarmSt
 #: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
 #: 5% or 100 steps are used.
 AGENT_SOLVER = S.TRACKING
-#: Fixed-horizon E2D's default solver, :data:`e2d_jax.dec.solvers.E2D_ROUND`: 10 interior-point
-#: iterations a round, certified to 1e-3.
+#: Fixed-horizon E2D's default solver, :data:`e2d_jax.dec.solvers.E2D_ROUND`: interior-point
+#: iterations until the round is certified to 1e-3 (at most 10).
 E2D_SOLVER = S.E2D_ROUND
 
 

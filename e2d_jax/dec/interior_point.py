@@ -116,21 +116,21 @@ the rewards (large lambda, a noisy f_hat), the evaluation error reaches a few 1e
 so a float32 status OK at rtol = 1e-4 then means "within 1e-4 up to that rounding".
 ``benchmarks/interior_point.py`` reports the true (float64) excess of float32 answers.
 
-Loop. By default a ``lax.fori_loop`` of exactly ``maxiter`` iterations: under ``vmap`` every
-lane does the same work, with no per-lane predicate to wait on. A problem that has reached
-its tolerance is frozen (its state no longer changes), so the fixed loop and the optional
-early stop (``early_stop=True``: a ``lax.while_loop`` that stops once the certified gap is
-within tolerance, after ``maxiter`` iterations, or after 4 rejected steps in a row; under
-``vmap`` it runs until the slowest lane stops) return the same answer.
+Loop. By default a ``lax.while_loop`` that stops once the certified gap is within tolerance,
+after ``maxiter`` iterations, or after 4 rejected steps in a row; under ``vmap`` it runs until
+the slowest lane stops. A problem that has reached its tolerance is frozen (its state no
+longer changes), so this early stop and the fixed loop (``early_stop=False``: a
+``lax.fori_loop`` of exactly ``maxiter`` iterations, with no predicate to evaluate) return the
+same answer.
 
 Warm starts. ``mu0`` and ``omega0`` may be given (e.g. the previous round's answer); they are
 mixed with ``WARM_MIX`` of the uniform distribution (an interior-point method must start in
 the interior, and away from the boundary, or its first steps are short), and the slacks and
 the multipliers z, nu are rebuilt around them as for a cold start. On slowly changing
 problems (f_hat moving by steps of norm 0.01, ``benchmarks/interior_point.py``) a warm start
-cuts the iterations to 1e-4 from 9 to 6 in the median (p90 11 to 8): a saving only with
-``early_stop=True`` or a smaller ``maxiter``; the fixed loop runs its budget either way, and
-its worst case (the iterations a cold start may need) is unchanged.
+cuts the iterations to 1e-4 from 9 to 6 in the median (p90 11 to 8): a saving with the early
+stop (the default); the fixed loop runs its budget either way, and the worst case (the
+iterations a cold start may need) is unchanged.
 
 Accuracy (float32, 25 iterations, rtol 1e-4, ``benchmarks/interior_point.py``, random
 problems of shapes (K, d) in {(3, 2), (10, 3), (10, 30), (20, 5)}, lambda in [0.1, 100]):
@@ -513,7 +513,7 @@ def _check(s: ObservableSpan, r, gap_type, maxiter):
 
 
 def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int = MAXITER, rtol: float = 1e-4,
-          atol: float = 0.0, mu0=None, omega0=None, early_stop: bool = False) -> InteriorPointSolution:
+          atol: float = 0.0, mu0=None, omega0=None, early_stop: bool = True) -> InteriorPointSolution:
     """min_{mu in simplex} max_b r_b - <mu, r> + c_b(mu) / (4 lambda), with a certified gap.
 
     Traceable (jit, vmap over problems and over ``lam``); the checks are on static shapes and
@@ -530,7 +530,7 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
       atol: see ``rtol``.
       mu0: optional (K,) warm start (nonnegative; normalised and mixed with the uniform).
       omega0: optional (K,) warm start of the multipliers (same treatment).
-      early_stop: a ``lax.while_loop`` that stops when done instead of the fixed loop.
+      early_stop: a ``lax.while_loop`` that stops when done (default); False: the fixed loop.
 
     Returns:
       InteriorPointSolution (shapes as in the problem, dtype of ``s.features``).

@@ -211,22 +211,24 @@ class MatrixGameIPM(Solver):
 @dataclasses.dataclass(frozen=True)
 class InteriorPoint(Solver):
     """A primal-dual interior-point method for the linear offset DEC
-    (:mod:`e2d_jax.dec.interior_point`): Newton steps on the epigraph form, a fixed number of
-    them (the same work for every problem of a batch), each answer certified.
+    (:mod:`e2d_jax.dec.interior_point`): Newton steps on the epigraph form, at most
+    ``maxiter`` of them, each answer certified.
 
     Attributes:
-      maxiter: Newton iterations (a problem that meets the tolerance is frozen).
+      maxiter: Newton iterations at most (a problem that meets the tolerance is frozen).
       rtol: the tolerance of the certified gap, rtol |value| + atol.
       atol: absolute part of the tolerance.
       early_stop: stop the loop once every problem of the batch meets the tolerance (a
-        ``lax.while_loop``; the same answers).
+        ``lax.while_loop``; under ``vmap`` it runs until the batch's slowest problem is
+        done). False runs exactly ``maxiter`` iterations (a ``lax.fori_loop``). The answers
+        are the same either way.
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "offset"): _BOTH}
     maxiter: int = 25
     rtol: float = 1e-4
     atol: float = 0.0
-    early_stop: bool = False
+    early_stop: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,7 +287,7 @@ class LambdaSearch(Solver):
         if self.inner is not None:
             return self.inner.check(family, "offset")
         # Each round's lambdas are one batched call: stop it when all of them are certified.
-        return MatrixGameIPM() if family == "finite" else InteriorPoint(early_stop=True)
+        return MatrixGameIPM() if family == "finite" else InteriorPoint()
 
 
 #: Anytime-E2D's per-round budget on linear models: mirror-prox on the exact form,
@@ -295,8 +297,8 @@ class LambdaSearch(Solver):
 TRACKING = Saddle(maxiter=100, rtol=0.05, check_every=10)
 #: The cheapest budget: 10 warm-started mirror-prox steps and one certificate a round.
 FAST = Saddle(maxiter=10, rtol=0.05, check_every=10)
-#: Fixed-horizon E2D's per-round solver on linear models: 10 interior-point iterations (the
-#: same work every round), certified to 1e-3 (docs: Concepts, 'Round statuses').
+#: Fixed-horizon E2D's per-round solver on linear models: interior-point iterations, warm-started
+#: from the last round, until certified to 1e-3 (at most 10; docs: Concepts, 'Round statuses').
 E2D_ROUND = InteriorPoint(maxiter=10, rtol=1e-3)
 
 #: Names of solver values: the command line, sweep files, the DEC functions and the agents take
