@@ -11,7 +11,12 @@ and ``registry.agent_factory`` (``PYTHONPATH=<checkout>``), so two versions can 
 
 Run::
 
-    python benchmarks/flagged_rounds.py [--cases exp1,exp2,...] [--seeds 64] [--json FILE]
+    python benchmarks/flagged_rounds.py [--cases exp1,exp2,...] [--agents anytime-e2d,e2d] [--seeds 64]
+        [--first-seed 0] [--e2d-exact] [--json FILE]
+
+``--e2d-exact`` solves E2D's rounds (linear models) to a certified 1e-6 (30 interior-point
+iterations a round; flagged then means a gap above 1e-6): the regret of the exact algorithm,
+to compare a default's with.
 """
 from __future__ import annotations
 
@@ -42,7 +47,11 @@ def _ci95(x):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cases", default="all", help="comma-separated cases (exp1, exp2, zoo families) or all")
+    parser.add_argument("--agents", default="anytime-e2d,e2d", help="comma-separated: anytime-e2d, e2d")
     parser.add_argument("--seeds", type=int, default=64)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds first_seed, ..., first_seed + seeds - 1")
+    parser.add_argument("--e2d-exact", action="store_true",
+                        help="E2D on linear models: InteriorPoint(maxiter=30, rtol=1e-6) instead of the default")
     parser.add_argument("--json", default=None, help="write the rows as JSON")
     args = parser.parse_args(argv)
 
@@ -62,14 +71,18 @@ def main(argv=None):
     for name in names:
         env, opts, n = table[name]
         _, params, family = registry.build_instance(env, 0, opts)
-        for label in ("anytime-e2d", "e2d"):
+        for label in args.agents.split(","):
             options = {"eps2_schedule": "dim"} if name.startswith("exp") and label == "anytime-e2d" else {}
+            if args.e2d_exact and label == "e2d" and family == "linear":
+                from e2d_jax.dec import solvers
+                options["solver"] = solvers.InteriorPoint(maxiter=30, rtol=1e-6)
             agent = registry.agent_factory(label, horizon=n, options=options, family=family)()
             t0 = time.perf_counter()
-            sim = e2d.simulate(params, agent, horizon=n, num_seeds=args.seeds, record_every=n)
+            sim = e2d.simulate(params, agent, horizon=n, num_seeds=args.seeds, first_seed=args.first_seed,
+                               record_every=n)
             status = np.asarray(sim.result.solver.status_counts).sum(0)
             hist = np.asarray(sim.result.solver.gap_hist).sum(0)
-            row = dict(case=name, agent=label, horizon=n, seeds=args.seeds,
+            row = dict(case=name, agent=label, horizon=n, seeds=args.seeds, first_seed=args.first_seed,
                        flagged=float(status[e2d.Status.MAX_ITER] / status.sum()),
                        rel_gap_p50=float(hist_quantile(hist, 0.5)), rel_gap_p90=float(hist_quantile(hist, 0.9)),
                        rel_gap_p99=float(hist_quantile(hist, 0.99)),
