@@ -7,6 +7,8 @@
 #   cli_four          cli_two_horizon.py: Anytime-E2D through the CLI, four cases, two horizons each
 #   breakdown_finite  e2d_throughput.py --breakdown-only on the finite classes
 #   e2d_throughput    e2d_throughput.py: Anytime-E2D on the Exp. 1 and Exp. 2 shapes
+#   e2d_fixed         e2d_throughput.py: fixed-horizon E2D (its default: interior point, certified to
+#                     1e-3 each round) on the Exp. 1 shape
 #   breakdown         e2d_throughput.py --breakdown-only on all shapes
 #   baselines         simulate_throughput.py: UCB and TS
 #   cli_linear        e2d-jax run on semi-bandit (Anytime-E2D, UCB, TS); its summary.json kept
@@ -42,8 +44,9 @@
 # is installed: the package is used from the source tree):
 #     OUT=benchmarks/results/h200 bash benchmarks/gpu_suite.sh
 # The steps' limits add up to more than one call of a device session allows (10 minutes): pick
-# them with STEPS, e.g. the DEC solvers and the fused round in one call of about 7.5 minutes,
-#   STEPS=info,e2d_throughput,fused_solver,fw_throughput bash benchmarks/gpu_suite.sh
+# them with STEPS, e.g. the E2D agents, the DEC solvers and the fused round in one call of at
+# most 9 minutes,
+#   STEPS=info,e2d_throughput,e2d_fixed,fused_solver,fw_throughput bash benchmarks/gpu_suite.sh
 # and the long horizons in another (HORIZONS_N=100000: about 8 minutes),
 #   STEPS=info,horizons,horizons_report bash benchmarks/gpu_suite.sh
 # SMALL=1 runs every step at toy sizes (to check the script on a CPU); PY=... picks the
@@ -93,6 +96,8 @@ step 260 breakdown_finite "$PY" benchmarks/e2d_throughput.py --breakdown-only --
     --json "$OUT/e2d_breakdown_finite.json"
 step 170 e2d_throughput "$PY" benchmarks/e2d_throughput.py --shapes exp1,exp2 --agents anytime-e2d \
     --seeds "$S_E2D" --horizon "$H" --repeats "$REP" --json "$OUT/e2d_throughput.json"
+step 100 e2d_fixed "$PY" benchmarks/e2d_throughput.py --shapes exp1 --agents e2d \
+    --seeds "$S_E2D" --horizon "$H" --repeats "$REP" --json "$OUT/e2d_fixed_throughput.json"
 step 150 breakdown "$PY" benchmarks/e2d_throughput.py --breakdown-only ${BB:+--breakdown-batch $BB} \
     --json "$OUT/e2d_breakdown.json"
 step 35 baselines "$PY" benchmarks/simulate_throughput.py --seeds "$S_SIM" --horizon "$H" --repeats "$REP" \
