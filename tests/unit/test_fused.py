@@ -295,19 +295,33 @@ def _rollouts(env, agent_name, dtype, seeds=64, horizon=200, budget=AGENT_BUDGET
     return run("xla"), run("pallas")
 
 
-@pytest.mark.parametrize("env, agent_name", [("exp1", "anytime"), ("end_of_optimism", "anytime"), ("exp1", "fixed"),
-                                             pytest.param("end_of_optimism", "fixed", marks=pytest.mark.slow)])
-def test_rollouts_play_the_same_actions(env, agent_name):
+#: Budgets of the rollouts: ten steps and one certificate, and Anytime-E2D's default
+#: (``tracking``: blocks of 10 warm-started steps until the round is certified to 5%, at most
+#: 100), which a GPU runs through the kernel.
+ROLLOUT_BUDGETS = {"ten": AGENT_BUDGET, "tracking": S.TRACKING.replace(kernel="xla")}
+#: float32: the fraction of rounds on which the two paths must play the same action. Up to 100
+#: warm-started steps a round carry more rounding from round to round than ten: with
+#: ``tracking`` the XLA agent against itself with eps^2 moved by two ulps plays the same action
+#: on 98.8% (Exp. 1) and 99.0% (end of optimism) of rounds, so that budget is held to 98% in
+#: float32 and to every action in float64 (``test_float64_rollouts_are_the_same``).
+MIN_SAME_ACTIONS = {"ten": 0.99, "tracking": 0.98}
+
+
+@pytest.mark.parametrize("env, agent_name, budget", [
+    ("exp1", "anytime", "ten"), ("end_of_optimism", "anytime", "ten"), ("exp1", "fixed", "ten"),
+    ("exp1", "anytime", "tracking"), ("end_of_optimism", "anytime", "tracking"),
+    pytest.param("end_of_optimism", "fixed", "ten", marks=pytest.mark.slow)])
+def test_rollouts_play_the_same_actions(env, agent_name, budget):
     """float32, 64 seeds x 200 rounds, the same keys: the same action on >= 99% of rounds,
     the same final regret (bit for bit) for every seed whose actions all agree, no non-finite
     round, per-round values equal to rounding until a seed's first different action (median
     1e-5), and per-round statuses that agree on >= 95% of rounds. The rounds' warm starts
     carry rounding from round to round, and a round whose certified gap sits at the tolerance
     flips status: the XLA agent itself, with eps^2 moved by two ulps, agrees with itself on
-    ~97% of rounds' statuses and ~99.7% of actions."""
-    a, b = _rollouts(env, agent_name, jnp.float32)
+    ~97% of rounds' statuses and ~99.7% of actions (at ten steps; see ``MIN_SAME_ACTIONS``)."""
+    a, b = _rollouts(env, agent_name, jnp.float32, budget=ROLLOUT_BUDGETS[budget])
     same = np.asarray(a.info.action) == np.asarray(b.info.action)
-    assert same.mean() >= 0.99
+    assert same.mean() >= MIN_SAME_ACTIONS[budget]
     agree = same.all(axis=1)
     assert agree.sum() >= 48
     np.testing.assert_array_equal(np.asarray(a.regret)[agree], np.asarray(b.regret)[agree])
@@ -321,31 +335,19 @@ def test_rollouts_play_the_same_actions(env, agent_name):
     assert int(a.invalid_rounds.sum()) == 0 and int(b.invalid_rounds.sum()) == 0
 
 
-@pytest.mark.parametrize("env", ["exp1", "end_of_optimism"])
-def test_rollouts_at_anytime_e2ds_default_budget_play_the_same_actions(env):
-    """Anytime-E2D's default budget (``tracking``: blocks of 10 warm-started steps, continued
-    until the round is certified to 5%, at most 100), which a GPU runs through the kernel:
-    float32, 64 seeds x 200 rounds, the same criteria as at ten steps."""
-    a, b = _rollouts(env, "anytime", jnp.float32, budget=S.TRACKING.replace(kernel="xla"))
-    same = np.asarray(a.info.action) == np.asarray(b.info.action)
-    assert same.mean() >= 0.99
-    agree = same.all(axis=1)
-    assert agree.sum() >= 48
-    np.testing.assert_array_equal(np.asarray(a.regret)[agree], np.asarray(b.regret)[agree])
-    assert np.mean(np.asarray(a.info.status) == np.asarray(b.info.status)) >= 0.95
-    assert int(a.invalid_rounds.sum()) == 0 and int(b.invalid_rounds.sum()) == 0
-
-
-@pytest.mark.parametrize("env, agent_name", [("exp1", "anytime"), ("end_of_optimism", "anytime"),
-                                             pytest.param("exp1", "fixed", marks=pytest.mark.slow)])
-def test_float64_rollouts_are_the_same(env, agent_name):
+@pytest.mark.parametrize("env, agent_name, budget", [
+    ("exp1", "anytime", "ten"), ("end_of_optimism", "anytime", "ten"),
+    ("exp1", "anytime", "tracking"), ("end_of_optimism", "anytime", "tracking"),
+    pytest.param("exp1", "fixed", "ten", marks=pytest.mark.slow)])
+def test_float64_rollouts_are_the_same(env, agent_name, budget):
     """float64, 64 seeds x 200 rounds: every action and every status the same, and the
-    per-round values equal to 1e-8."""
-    a, b = _rollouts(env, agent_name, jnp.float64)
+    per-round values equal to 1e-8 (the tracking budget: to 1e-5, its iterates drift apart
+    over up to 100 steps)."""
+    a, b = _rollouts(env, agent_name, jnp.float64, budget=ROLLOUT_BUDGETS[budget])
     np.testing.assert_array_equal(a.info.action, b.info.action)
     np.testing.assert_array_equal(a.info.status, b.info.status)
     np.testing.assert_array_equal(a.regret, b.regret)
-    np.testing.assert_allclose(a.info.value, b.info.value, rtol=1e-8)
+    np.testing.assert_allclose(a.info.value, b.info.value, rtol=1e-8 if budget == "ten" else 1e-5)
 
 
 # --------------------------------------------------------------------------------------
