@@ -32,10 +32,10 @@ warm-started iterations track the solution (the incremental scheme the paper's c
 asks for), continued while the round is not certified to 5%. Fixed-horizon E2D's
 :data:`E2D_SOLVER` is an interior-point method (warm-started, until certified to 1e-3, at
 most 10 iterations a round): on its program mirror-prox needs hundreds of steps in a
-quarter of the rounds. The round's
-certified gap sets its status (``OK`` when within the solver's tolerance; docs: Concepts,
-'Round statuses') and the simulator summarises it per seed. ``"paper"`` is the paper's
-solver (100 Frank-Wolfe steps per lambda on a 50-point grid).
+quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
+solver's tolerance; docs: Concepts, 'Round statuses') and the simulator summarises it per
+seed. ``"paper"`` is the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point
+grid).
 
 Non-finite solves: a round whose solve is non-finite keeps the previous round's mu (and
 warm start) to sample from and reports ``Status.NONFINITE``, which the simulator counts per
