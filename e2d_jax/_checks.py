@@ -123,26 +123,3 @@ def check_psd(arg: str, x) -> None:
         where = f" (at index {tuple(int(i) for i in idx)})" if idx else ""
         raise ArgumentError(arg, f"{name(arg)} must be positive semi-definite (Gram matrices M^T M); smallest "
                                  f"eigenvalue {low:.3g}{where}")
-
-
-def config_key(name: str, **kwargs):
-    """A hashable description of an agent's configuration (``Agent.config``), or None when a
-    value is traced or cannot be hashed (then no two agents are taken for the same).
-
-    Numbers and 0-d arrays are keyed by their value, solver configurations (frozen
-    dataclasses) and strings as they are, callables by identity.
-    """
-    items = []
-    for key, value in sorted(kwargs.items()):
-        if isinstance(value, jax.core.Tracer):
-            return None
-        if isinstance(value, (np.ndarray, jax.Array)):
-            if np.ndim(value) != 0:
-                return None
-            value = float(np.asarray(value))
-        try:
-            hash(value)
-        except TypeError:
-            return None
-        items.append((key, value))
-    return (name, tuple(items))

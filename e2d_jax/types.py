@@ -104,12 +104,12 @@ class Agent(NamedTuple):
         and ``info`` is a NamedTuple with at least an int32 ``status`` field (a
         :class:`Status` code; :class:`ActInfo` is the smallest such info).
       update: ``(state, action, observation, model) -> state``.
-      config: a hashable description of the agent's configuration (name and
-        hyperparameters), or None. Two agents with equal ``config`` compute the same thing,
-        so :func:`e2d_jax.simulate` reuses one compiled rollout for both; the library's
-        factories set it (from the resolved arguments, defaults filled in; a :class:`ByFamily`
-        for the agents that pick their implementation by model family), an agent written by
-        hand may leave it None (then the compiled rollout is kept for that object only).
+      config: what the agent is, for the simulator: an :class:`AgentSpec` (the library's
+        factories set one, from the resolved arguments with the defaults filled in; a
+        :class:`ByFamily` of them for the agents that pick their implementation by model
+        family), any other hashable description (two agents with equal ``config`` compute the
+        same thing and share a compiled rollout), or None (an agent written by hand: its
+        compiled rollout is kept for that object only).
     """
 
     init: Callable[[jax.Array, PyTree], PyTree]
@@ -118,13 +118,82 @@ class Agent(NamedTuple):
     config: Hashable | None = None
 
 
+class AgentSpec(NamedTuple):
+    """A library agent's configuration, resolved: the factory that builds it and its arguments.
+
+    ``spec.build()`` is the agent again, ``factory(**dict(static), **dict(numbers))``. The
+    ``numbers`` are the agent's numeric hyperparameters; everything else is ``static``
+    (names, solver values, callables). The simulator always compiles an agent as
+    ``factory(**static, **numbers)`` with the numbers as *traced* inputs, so every way of
+    asking for the same agent (the agent object, a grid of one or several values, a name on
+    the command line or in a sweep file) runs the same compiled program on the same numbers
+    and gives the same bits, and agents that differ only in numbers are one program.
+
+    Attributes:
+      factory: the family's factory, ``factory(**kwargs) -> Agent``.
+      static: sorted ``((name, value), ...)``: the arguments that shape the program.
+      numbers: sorted ``((name, float), ...)``: the numeric hyperparameters.
+    """
+
+    factory: Callable[..., "Agent"]
+    static: tuple
+    numbers: tuple
+
+    @classmethod
+    def of(cls, factory, numbers: tuple = (), **arguments) -> "AgentSpec | None":
+        """The spec of ``factory(**arguments)``: the arguments named in ``numbers`` whose value
+        is a number are numbers, the others static. None when a value is traced (an agent built
+        inside a compiled program needs no spec) or cannot be hashed."""
+        nums, static = [], []
+        for key, value in sorted(arguments.items()):
+            if isinstance(value, jax.core.Tracer):
+                return None
+            if key in numbers and _is_number(value):
+                nums.append((key, float(np.asarray(value))))
+                continue
+            try:
+                hash(value)
+            except TypeError:
+                return None
+            static.append((key, value))
+        return cls(factory, tuple(static), tuple(nums))
+
+    @property
+    def name(self) -> str:
+        """The factory's name (``anytime_e2d``)."""
+        return getattr(self.factory, "__name__", "agent")
+
+    @property
+    def program(self) -> tuple:
+        """What identifies the compiled program: the factory, the static arguments and the
+        names of the numbers (not their values)."""
+        return (self.factory, self.static, tuple(k for k, _ in self.numbers))
+
+    def build(self, **numbers) -> "Agent":
+        """The agent with some numbers replaced (values may be traced)."""
+        unknown = sorted(set(numbers) - {k for k, _ in self.numbers})
+        if unknown:
+            raise ValueError(f"{self.name} has no numeric hyperparameter {', '.join(unknown)} "
+                             f"(its numbers: {', '.join(k for k, _ in self.numbers) or 'none'})")
+        return self.factory(**dict(self.static), **{**dict(self.numbers), **numbers})
+
+
+def _is_number(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return True
+    return isinstance(value, (np.ndarray, jax.Array)) and np.ndim(value) == 0 and \
+        np.issubdtype(np.asarray(value).dtype, np.number)
+
+
 class ByFamily(NamedTuple):
     """The ``config`` of an agent that picks its implementation by model family (the
-    library's ``anytime_e2d``, ``ucb``, ...): the configuration of each family's agent, so that
-    on a given family it is the same agent as that family's own factory with the same resolved
-    arguments (and shares its compiled rollout)."""
+    library's ``anytime_e2d``, ``ids``, ...): the :class:`AgentSpec` of each family's agent, so
+    that on a given family it is the same agent as that family's own factory with the same
+    resolved arguments (and shares its compiled rollout)."""
 
-    configs: tuple  # ((family, config), ...) sorted by family
+    configs: tuple  # ((family, AgentSpec), ...) sorted by family
 
     def for_family(self, family: str | None) -> Hashable | None:
         """The configuration on ``family``, or None where it is unknown."""

@@ -63,7 +63,7 @@ from e2d_jax.dec import finite as dec
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs import finite
 from e2d_jax.estimators import ewa
-from e2d_jax.types import GAP_TYPES, Agent, E2DInfo, Status, WarmStart
+from e2d_jax.types import GAP_TYPES, Agent, AgentSpec, E2DInfo, Status, WarmStart
 
 ESTIMATES = ("sample", "mixture")
 
@@ -282,7 +282,7 @@ def anytime_e2d(*, eps2_schedule="log-models", eps2_scale=1.0, gap_type: str = "
                            iterations=res.iterations.astype(jnp.int32), eps2=eps2)
         return action, state._replace(mu=mu, omega=omega, lam=centre), info_out
 
-    config = V.config_key("finite.anytime_e2d", eps2_schedule=eps2_schedule, eps2_scale=eps2_scale,
+    config = AgentSpec.of(anytime_e2d, ("eps2_scale", "eta"), eps2_schedule=eps2_schedule, eps2_scale=eps2_scale,
                           gap_type=gap_type, estimate=estimate, eta=eta, lam_search=lam_search, solver=solver)
     return Agent(init=init, act=act, update=_update(eta), config=config)
 
@@ -340,8 +340,8 @@ def fixed_horizon_e2d(*, horizon: int | None = None, lam=None, lam_scale=1.0, ga
                            iterations=res.iterations.astype(jnp.int32), eps2=jnp.zeros((), g.dtype))
         return action, state._replace(mu=mu, omega=omega), info_out
 
-    config = V.config_key("finite.fixed_horizon_e2d", horizon=horizon, lam=lam, lam_scale=lam_scale,
-                          gap_type=gap_type, estimate=estimate, eta=eta, solver=solver)
+    config = AgentSpec.of(fixed_horizon_e2d, ("lam", "lam_scale", "eta"), horizon=horizon, lam=lam,
+                          lam_scale=lam_scale, gap_type=gap_type, estimate=estimate, eta=eta, solver=solver)
     return Agent(init=init, act=act, update=_update(eta), config=config)
 
 

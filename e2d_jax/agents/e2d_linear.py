@@ -58,7 +58,7 @@ from e2d_jax.dec import linear as dec_linear
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel
 from e2d_jax.estimators import ridge
-from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, E2DInfo, Status, WarmStart
+from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Status, WarmStart
 
 #: Anytime-E2D's default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
 #: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
@@ -166,7 +166,7 @@ def anytime_e2d(
                        iterations=res.iterations, eps2=eps2)
         return action, state._replace(warm=warm, t=t), info
 
-    config = V.config_key("linear.anytime_e2d", eps2_schedule=eps2_schedule, eps2_scale=eps2_scale,
+    config = AgentSpec.of(anytime_e2d, ("eps2_scale", "reg"), eps2_schedule=eps2_schedule, eps2_scale=eps2_scale,
                           divergence=divergence, gap_type=gap_type, solver=solver, reg=reg)
     return Agent(init=_init(reg, "anytime_e2d"), act=act, update=_update, config=config)
 
@@ -220,6 +220,8 @@ def fixed_horizon_e2d(
                        iterations=res.iterations, eps2=jnp.zeros_like(res.value))
         return action, state._replace(warm=warm, t=state.t + 1), info
 
-    config = V.config_key("linear.fixed_horizon_e2d", lam=base, lam_scale=lam_scale, divergence=divergence,
-                          gap_type=gap_type, solver=solver, reg=reg)
+    # The spec holds the tuned lambda (a number), not the horizon: E2D tuned for several
+    # horizons is one program with one lambda each.
+    config = AgentSpec.of(fixed_horizon_e2d, ("lam", "lam_scale", "reg"), horizon=None, lam=base,
+                          lam_scale=lam_scale, divergence=divergence, gap_type=gap_type, solver=solver, reg=reg)
     return Agent(init=_init(reg, "fixed_horizon_e2d"), act=act, update=_update, config=config)

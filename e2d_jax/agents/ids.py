@@ -56,7 +56,7 @@ from e2d_jax.envs import finite
 from e2d_jax.envs.family import family_of
 from e2d_jax.envs.linear import LinearModel
 from e2d_jax.estimators import ewa, ridge
-from e2d_jax.types import Agent, Status
+from e2d_jax.types import Agent, AgentSpec, ByFamily, Status
 
 INFO_GAINS = ("directed", "worst-case")
 FINITE_INFO_GAINS = ("variance",)
@@ -264,8 +264,8 @@ def linear_ids(*, info_gain: str = "directed", gap_estimate: str = "difference",
     def update(state, action, obs, model):
         return state._replace(ridge=ridge.update(state.ridge, model.obs_matrices[action], obs))
 
-    config = V.config_key("linear_ids", info_gain=info_gain, gap_estimate=gap_estimate, sampling=sampling,
-                          delta=delta, reg=reg, radius=radius)
+    config = AgentSpec.of(linear_ids, ("delta", "reg", "radius"), info_gain=info_gain, gap_estimate=gap_estimate,
+                          sampling=sampling, delta=delta, reg=reg, radius=radius)
     return Agent(init=init, act=act, update=update, config=config)
 
 
@@ -333,7 +333,7 @@ def finite_ids(*, sampling: str = "full", eta=1.0) -> Agent:
     def update(state, action, obs, model):
         return FiniteIDSState(ewa.update(state.ewa, finite.log_likelihood(model, action, obs), eta=eta))
 
-    return Agent(init=init, act=act, update=update, config=V.config_key("finite_ids", sampling=sampling, eta=eta))
+    return Agent(init=init, act=act, update=update, config=AgentSpec.of(finite_ids, ("eta",), sampling=sampling, eta=eta))
 
 
 def ids(*, info_gain: str | None = None, gap_estimate: str = "difference", sampling: str = "full", delta=None,
@@ -371,6 +371,6 @@ def ids(*, info_gain: str | None = None, gap_estimate: str = "difference", sampl
         init=lambda key, model: pick(model).init(key, model),
         act=lambda key, state, model: pick(model).act(key, state, model),
         update=lambda state, action, obs, model: pick(model).update(state, action, obs, model),
-        config=V.config_key("ids", info_gain=info_gain, gap_estimate=gap_estimate, sampling=sampling, delta=delta,
-                            reg=reg, radius=radius, eta=eta),
+        config=ByFamily(tuple(sorted((family, agent.config) for family, agent in
+                                     (("linear", linear_agent), ("finite", finite_agent)) if agent is not None))),
     )

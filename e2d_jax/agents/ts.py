@@ -23,7 +23,7 @@ from e2d_jax import _linalg
 from e2d_jax.envs import finite
 from e2d_jax.envs.family import as_linear_model
 from e2d_jax.estimators import ewa, ridge
-from e2d_jax.types import ActInfo, Agent, Status
+from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
 
 class TSState(NamedTuple):
@@ -66,7 +66,7 @@ def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
         model = as_linear_model(model, "thompson_sampling")
         return TSState(ridge.update(state.ridge, model.obs_matrices[action], obs))
 
-    return Agent(init=init, act=act, update=update, config=V.config_key("thompson_sampling", scale=scale, reg=reg))
+    return Agent(init=init, act=act, update=update, config=AgentSpec.of(thompson_sampling, ("scale", "reg"), scale=scale, reg=reg))
 
 
 class PosteriorSamplingState(NamedTuple):
@@ -104,4 +104,4 @@ def posterior_sampling(*, eta=1.0) -> Agent:
         ll = finite.log_likelihood(model, action, obs)
         return PosteriorSamplingState(ewa.update(state.ewa, ll, eta=eta))
 
-    return Agent(init=init, act=act, update=update, config=V.config_key("posterior_sampling", eta=eta))
+    return Agent(init=init, act=act, update=update, config=AgentSpec.of(posterior_sampling, ("eta",), eta=eta))

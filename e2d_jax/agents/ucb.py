@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from e2d_jax import _checks as V
 from e2d_jax.envs.family import as_linear_model
 from e2d_jax.estimators import ridge
-from e2d_jax.types import ActInfo, Agent, Status
+from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
 
 class UCBState(NamedTuple):
@@ -109,4 +109,4 @@ def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
         return UCBState(ridge.update(state.ridge, model.obs_matrices[action], obs))
 
     return Agent(init=init, act=act, update=update,
-                 config=V.config_key("ucb", delta=delta, radius=radius, reg=reg))
+                 config=AgentSpec.of(ucb, ("delta", "radius", "reg"), delta=delta, radius=radius, reg=reg))

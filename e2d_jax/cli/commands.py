@@ -48,6 +48,7 @@ import jax
 import numpy as np
 
 from e2d_jax import _checks as V
+from e2d_jax.agents.schedules import LINEAR_SCHEDULES
 from e2d_jax.dec.solvers import SOLVERS
 from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.executors import make_executor
@@ -217,14 +218,20 @@ def _common(p, out_default=None):
                         "every unit)")
 
 
+#: The agent options ``e2d-jax run`` sets by flags (each given to the agents that read it).
+AGENT_FLAGS = ("solver", "solver_iters", "divergence", "gap_type", "eps2_schedule")
+
+
 def _agent_flags(p):
-    """The E2D agents' static options (on linear models unless said)."""
+    """The E2D agents' static options (on linear models unless said); the choices are the
+    library's own tables."""
     p.add_argument("--solver", choices=list(SOLVERS), default=None,
                    help="DEC solver of the E2D agents (a preset of e2d_jax.dec.solvers): tracking (warm-started "
                         "mirror-prox with a per-round budget; the linear agents' default), saddle (mirror-prox to "
                         "1e-3), fw-grid (Frank-Wolfe on a lambda grid), saddle-grid, paper (100 Frank-Wolfe steps "
                         "on a 50-point grid), lambda-search (the certified lambda search; the finite Anytime-E2D's), "
-                        "ipm (interior point; finite E2D's games); default: each agent's own")
+                        "ipm (interior point; finite E2D's games), interior-point (linear E2D's); default: each "
+                        "agent's own")
     p.add_argument("--solver-iters", type=_positive_int("--solver-iters"), default=None,
                    help="per-round solver iteration budget (the inner games' of a lambda search; default: the solver's)")
     p.add_argument("--divergence", choices=list(DIVERGENCES), default=None,
@@ -232,11 +239,9 @@ def _agent_flags(p):
                         "Gaussian KL, half of it at sigma = 1, as the paper's text writes)")
     p.add_argument("--gap-type", choices=list(GAP_TYPES), default=None,
                    help="E2D's gaps, both families (default delta_f)")
-    p.add_argument("--eps2-schedule", choices=["rank", "dim", "rank-log"], default=None,
+    p.add_argument("--eps2-schedule", choices=list(LINEAR_SCHEDULES), default=None,
                    help="Anytime-E2D's eps_t^2 on linear models: rank (r/t, r the dimension of the observable "
                         "span; the default), dim (d/t, the paper's experiments) or rank-log (r(1+log t)/t)")
-
-
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -314,7 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run_spec(args) -> SweepSpec:
-    options = {k: getattr(args, k) for k in registry.AGENT_OPTIONS if getattr(args, k, None) is not None}
+    """The sweep of ``e2d-jax run``: each agent name parsed once, each agent flag given to the
+    agents that read it."""
+    options = {k: getattr(args, k) for k in AGENT_FLAGS if getattr(args, k, None) is not None}
     if args.arms is not None and args.arms < 2:
         raise V.ArgumentError("arms", f"{V.name('arms')} must be >= 2, got {args.arms}")
     if args.models is not None and args.models < 2:
@@ -322,23 +329,20 @@ def _run_spec(args) -> SweepSpec:
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
         raise V.ArgumentError("agents", "give at least one agent")
-    parsed = [registry.parse_agent(a) for a in names]
+    refs = [registry.parse_agent(a) for a in names]
     for key in options:
-        readers = [n for n, _ in parsed if key in (registry.resolve_agent(n).options or ())]
-        if not readers and all(registry.resolve_agent(n).options is not None for n, _ in parsed):
-            allowed = sorted(n for n, e in registry.AGENTS.items() if key in (e.options or ()))
+        if not any(key in (ref.entry.options() or (key,)) for ref in refs):
+            allowed = sorted(n for n, e in registry.AGENTS.items() if key in (e.options() or ()))
             raise V.ArgumentError(key, f"option {V.name(key)} applies to {', '.join(allowed)} only; none of "
-                                  f"{V.name('agents')} "
-                             f"{args.agents} reads it")
-    labels = [registry.agent_label(n, p) for n, p in parsed]
+                                       f"{V.name('agents')} {args.agents} reads it")
+    labels = [ref.label for ref in refs]
     if len(set(labels)) != len(labels):
         raise V.ArgumentError("agents", f"an agent is listed twice: {args.agents!r}")
     agents = []
-    for (name, param), label in zip(parsed, labels):
-        entry = registry.resolve_agent(name)
-        read = options if entry.options is None else {k: v for k, v in options.items() if k in entry.options}
-        agents.append(SweepAgent.make(name if param is None else f"{name}@{param}", read,
-                                      label=label if param is not None else None))
+    for ref in refs:
+        accepted = ref.entry.options()
+        read = options if accepted is None else {k: v for k, v in options.items() if k in accepted}
+        agents.append(SweepAgent.make(ref, read))
     return SweepSpec(env=args.env, d=args.d, arms=args.arms, models=args.models, sigma=args.sigma,
                      instance_seeds=(args.instance_seed,), horizon=args.horizon, seeds=args.seeds, seed=args.seed,
                      agents=tuple(agents), record_every=args.record_every, chunk_size=args.batch_size,

@@ -108,6 +108,15 @@ class Solver:
         self.check(problem.family, problem.program, problem.gap_type)
         return problem.solve_with(self, carry)
 
+    def to_dict(self) -> dict:
+        """The solver as plain values: ``{"type": class name, field: value, ...}`` (an inner
+        solver as its own dict); :func:`resolve` reads it back."""
+        out = {"type": type(self).__name__}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = value.to_dict() if isinstance(value, Solver) else value
+        return out
+
     def replace(self, **changes) -> "Solver":
         """A copy with some fields changed; a ValueError names an unknown field and lists the
         valid ones."""
@@ -320,6 +329,25 @@ SOLVERS: dict[str, Solver] = {
 }
 
 
+def _from_dict(fields: dict) -> Solver:
+    """A solver from :meth:`Solver.to_dict`'s form, or ``{"type": name of SOLVERS or a
+    class, field: value, ...}`` (the preset or class with those fields)."""
+    fields = dict(fields)
+    kind = fields.pop("type", None)
+    classes = {cls.__name__: cls for cls in (Saddle, FrankWolfeGrid, SaddleGrid, MatrixGameIPM, InteriorPoint,
+                                             LambdaSearch)}
+    if kind in SOLVERS:
+        base = SOLVERS[kind]
+    elif kind in classes:
+        base = classes[kind]()
+    else:
+        raise V.ArgumentError("solver", f"{V.name('solver')}: a solver table needs a type, one of "
+                                        f"{', '.join([*SOLVERS, *classes])}, got {kind!r}")
+    if isinstance(fields.get("inner"), dict):
+        fields["inner"] = _from_dict(fields["inner"])
+    return base.replace(**fields) if fields else base
+
+
 def default_solver(family: str, program: str, gap_type: str = "delta_f") -> Solver:
     """The DEC functions' default for a problem: certified to 1e-3 relative (or the float
     rounding floor) on random problems of the sizes the library is made for (docs:
@@ -345,6 +373,8 @@ def resolve(solver, family: str | None = None, program: str | None = None, gap_t
             raise V.ArgumentError("solver", f"{V.name('solver')} must be one of {', '.join(SOLVERS)} or a solver value "
                              f"(e2d_jax.dec.solvers), got {solver!r}")
         solver = SOLVERS[solver]
+    elif isinstance(solver, dict):
+        solver = _from_dict(solver)
     elif not isinstance(solver, Solver):
         raise V.ArgumentError("solver", f"{V.name('solver')} must be a name ({', '.join(SOLVERS)}) or a solver value of e2d_jax.dec.solvers "
                          f"(e.g. Saddle(maxiter=100)), got {type(solver).__name__}")
@@ -353,6 +383,21 @@ def resolve(solver, family: str | None = None, program: str | None = None, gap_t
     if family is not None and program is not None:
         solver.check(family, program, gap_type)
     return solver
+
+
+def with_budget(solver: Solver, iters: int, family: str = "linear") -> Solver:
+    """``solver`` with an iteration budget of ``iters`` per solve: its ``maxiter`` (and
+    ``check_every`` no larger), or, for a :class:`LambdaSearch`, that of the inner solver it
+    uses on ``family``'s problems. A ValueError names ``solver_iters`` for a budget that is
+    not an integer >= 1."""
+    if isinstance(iters, bool) or not isinstance(iters, int) or iters < 1:
+        raise V.ArgumentError("solver_iters", f"{V.name('solver_iters')} must be an integer >= 1, got {iters!r}")
+    if isinstance(solver, LambdaSearch):
+        return solver.replace(inner=solver.inner_for(family).replace(maxiter=iters))
+    changes = {"maxiter": iters}
+    if hasattr(solver, "check_every"):
+        changes["check_every"] = min(solver.check_every, iters)
+    return solver.replace(**changes)
 
 
 def in_float64(call, dtype, *inputs):

@@ -3,6 +3,7 @@
 Knows no experiment of the paper (those are in :mod:`e2d_jax.paper`) and no command-line
 flag (those are in :mod:`e2d_jax.cli`).
 """
+from e2d_jax.experiments import catalogue as catalogue
 from e2d_jax.experiments.registry import register_agent as register_agent
 from e2d_jax.experiments.registry import register_env as register_env
 from e2d_jax.experiments.runner import collect_stored as collect_stored
@@ -17,5 +18,5 @@ from e2d_jax.experiments.storage import read_table as read_table
 from e2d_jax.experiments.work import INTERRUPTED as INTERRUPTED
 from e2d_jax.experiments.work import Interrupted as Interrupted
 
-__all__ = ["INTERRUPTED", "Interrupted", "SweepAgent", "SweepError", "SweepSpec", "collect_stored", "load_toml",
+__all__ = ["INTERRUPTED", "catalogue", "Interrupted", "SweepAgent", "SweepError", "SweepSpec", "collect_stored", "load_toml",
            "read_curves", "read_table", "register_agent", "register_env", "run_sweep", "units"]

@@ -11,13 +11,16 @@ resume what another started.
 sharded over them: GPUs, or forced host devices on CPU).
 
 ``ray``: the units are grouped into Ray tasks (one program's units per task, at most
-``units_per_task`` of them), each scheduled on any node with the resources it asks for
+``units_per_task`` of them), each task handed its units as the driver planned them (so
+workers never plan the sweep again), each scheduled on any node with the resources it asks for
 (``num_cpus``, ``num_gpus``), where it runs on that node's devices. Ray retries a task whose
 worker dies (``max_retries``); a retried task skips the chunks its first attempt already
 wrote, so nothing is lost or written twice. Without ``address`` a local Ray instance with
 ``workers`` CPUs is started (a laptop needs no cluster). On a cluster the output directory
 must be a path every node sees (NFS or another shared filesystem mounted at the same path):
-the workers write the chunk files there and the driver reads them. Ray is an optional
+the workers write the chunk files there and the driver reads them; an environment or agent of
+one's own (``module:attribute``) must be importable on every node from the driver's working
+directory, which is put on the workers' ``PYTHONPATH``. Ray is an optional
 dependency: ``pip install 'e2d_jax[ray]'``.
 
 Parts (``part=(i, n)`` or ``"i/n"``): only the units ``j`` with ``j % n == i - 1`` run, so
@@ -37,7 +40,7 @@ import jax
 from e2d_jax import _checks as V
 from e2d_jax.experiments import storage
 from e2d_jax.experiments.provenance import code_id, unit_digest
-from e2d_jax.experiments.spec import SweepError, SweepSpec, default_block, units
+from e2d_jax.experiments.spec import SweepError
 from e2d_jax.experiments.work import progress_bar, run_units
 from e2d_jax.sim.simulate import enable_compilation_cache
 
@@ -138,6 +141,9 @@ class RayExecutor:
         cache = jax.config.jax_compilation_cache_dir
         if cache and "E2D_JAX_CACHE_DIR" not in env_vars:
             env_vars["E2D_JAX_CACHE_DIR"] = cache  # workers share the driver's compilation cache
+        # The units carry the agents' factories; one of the user's own (module:attribute, imported
+        # from the working directory) is found by the workers on the same path.
+        env_vars["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
         kwargs = dict(include_dashboard=False, log_to_driver=False, configure_logging=False,
                       runtime_env={"env_vars": env_vars} if env_vars else None)
         if self.address is None:
@@ -179,11 +185,10 @@ class RayExecutor:
         self._wait_for_resources(ray)
         task = ray.remote(_ray_task).options(num_cpus=self.cpus_per_task, num_gpus=self.gpus_per_task,
                                             max_retries=self.max_retries, retry_exceptions=False)
-        spec_dict, code, block = spec.to_dict(), code_id(), default_block()
+        code = code_id()
         x64 = bool(jax.config.jax_enable_x64)  # workers compute as the driver does
-        pending = {task.remote(spec_dict, str(Path(out).resolve()), digest, code, block, x64, [u.uid for u in g]):
-                   len(g)
-                   for g in self._groups(todo)}
+        # Each task gets its units as the driver planned them (programs, seeds, lane width).
+        pending = {task.remote(spec, str(Path(out).resolve()), digest, code, x64, g): len(g) for g in self._groups(todo)}
         t0 = time.perf_counter()
         bar = progress_bar(len(todo), progress)
         try:
@@ -208,19 +213,16 @@ class RayExecutor:
         return time.perf_counter() - t0
 
 
-def _ray_task(spec_dict: dict, out: str, digest: str, code: str, block: int, x64: bool, uids: list) -> dict:
-    """One Ray task: runs the units ``uids`` of the sweep (those not already on disk)."""
+def _ray_task(spec, out: str, digest: str, code: str, x64: bool, todo: list) -> dict:
+    """One Ray task: runs the units ``todo`` of the sweep (those not already on disk)."""
     if code_id() != code:
         raise SweepError(f"node {socket.gethostname()} runs e2d_jax {code_id()}, the driver {code}: install the "
                          "same version on every node")
-    spec = SweepSpec.from_dict(spec_dict)
     jax.config.update("jax_enable_x64", x64)
     cache = os.environ.get("E2D_JAX_CACHE_DIR")
     if cache:
         enable_compilation_cache(cache)
-    wanted = set(uids)
-    todo = [u for u in units(spec, block) if u.uid in wanted  # the driver's layout
-            and not storage.chunk_done(Path(out), u.uid, unit_digest(digest, u))]
+    todo = [u for u in todo if not storage.chunk_done(Path(out), u.uid, unit_digest(digest, u))]
     seconds = run_units(spec, Path(out), digest, todo, progress=False)
     return {"host": socket.gethostname(), "ran": [u.uid for u in todo], "seconds": seconds}
 

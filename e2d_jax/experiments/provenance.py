@@ -47,5 +47,5 @@ def code_id() -> str:
 
 
 def unit_digest(spec_digest: str, unit) -> str:
-    """Identifies one work unit's results (its spec, agent, seed range and compiled size)."""
-    return hashlib.sha256(f"{spec_digest}/{unit.uid}/{unit.first}/{unit.count}/{unit.size}".encode()).hexdigest()[:16]
+    """Identifies one work unit's results (its spec, agent, seed range, chunk size and lanes)."""
+    return hashlib.sha256(f"{spec_digest}/{unit.uid}/{unit.first}/{unit.count}/{unit.size}/{unit.width}".encode()).hexdigest()[:16]

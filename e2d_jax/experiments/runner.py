@@ -37,7 +37,9 @@ from e2d_jax.experiments.registry import instance_shapes
 from e2d_jax.experiments.spec import Plan, SweepError, SweepSpec, plan
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted, simulation_of
 from e2d_jax.sim.results import Results, concatenate
-from e2d_jax.sim.rollout import check_agent, instance_key
+from e2d_jax.envs.family import environment_of
+from e2d_jax.sim.program import check_program
+from e2d_jax.sim.rollout import instance_key
 
 
 class Checked(NamedTuple):
@@ -49,28 +51,25 @@ class Checked(NamedTuple):
     plan: Plan
 
 
-def check_spec(spec: SweepSpec, block: int | None = None) -> Checked:
+def check_spec(spec: SweepSpec, width: int | None = None) -> Checked:
     """Validates the environment and every agent before anything runs: JAX computes in the
-    sweep's precision, the names resolve, the options apply, the memory the sweep needs is there (:func:`check_memory`), and every
-    program passes the interaction contract on one abstract round of the instance with its
-    first cell (``jax.eval_shape``; nothing is compiled)."""
+    sweep's precision, the names resolve, the options apply, the memory the sweep needs is there
+    (:func:`check_memory`), and every program passes the interaction contract on one abstract
+    round of the instance with its first cell (:func:`e2d_jax.sim.program.check_program`;
+    nothing is compiled, and the check is not repeated when the program runs)."""
     if spec.x64 and not jax.config.jax_enable_x64:
         raise SweepError(f"{V.name('x64')}: the sweep computes in float64 but JAX runs in float32; call "
                          "jax.config.update('jax_enable_x64', True) first (the command line does)")
     params, family = instance_shapes(spec.env, spec.builder_options(), spec.dtype)
-    checked = Checked(params, family, plan(spec, family, block))
+    checked = Checked(params, family, plan(spec, family, width))
     # From shapes only, before any agent is traced at the sweep's sizes.
     check_memory(spec, checked=checked)
+    env = environment_of(params)
     for program in checked.plan.programs:
-        label = program.members[0].label
         try:
-            if program.cells:
-                check_agent(program.factory, params,
-                            hparams={k: np.float32(v[0]) for k, v in program.cells.items()})
-            else:
-                check_agent(program.factory(), params)
+            check_program(program.program, program.numbers, params, env)
         except TypeError as err:
-            raise V.ArgumentError("agents", f"{V.name('agents')}[{label}]: {err}") from None
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{program.members[0].label}]: {err}") from None
     return checked
 
 
@@ -144,8 +143,9 @@ def available_memory() -> int | None:
 def estimate_memory(spec: SweepSpec, checked: Checked | None = None) -> dict:
     """An estimate of a sweep's peak memory, from shapes only (``jax.eval_shape``: nothing is
     allocated): the instances (twice, for the builders' temporaries) plus one unit's
-    trajectories (cells x instances x chunk seeds), each with its agent state and recorded
-    curves, times 4 for the step's temporaries, plus a copy of the instance per seed. Returns
+    trajectories (cells x instances x chunk seeds) with their recorded curves, plus the lanes
+    of one call on every device, each with its agent state (times 4 for the step's
+    temporaries) and its own copy of the instance. Returns
     ``{"instances", "unit", "total"}`` in bytes. It is an order-of-magnitude guard, not a
     measurement."""
     if checked is None:
@@ -157,15 +157,14 @@ def estimate_memory(spec: SweepSpec, checked: Checked | None = None) -> dict:
     records = spec.horizon // spec.every + 1
     for program in checked.plan.programs:
         try:
-            cell = {k: v[0] for k, v in program.cells.items()}
-            agent = program.factory(**cell)
+            agent = program.program.build(**dict(zip(program.program.names, program.numbers[0])))
             state = _tree_bytes(jax.eval_shape(agent.init, instance_key(0), params.model))
         except Exception:  # noqa: BLE001 - an agent that needs concrete values: count its curves only
             state = 0
-        chunk = spec.chunk(program)
+        chunk = max(u.count for u in checked.plan.units if u.program == program)
         traj = program.num_cells * len(spec.instance_seeds) * chunk
-        per_seed_instance = len(spec.instance_seeds) * chunk * _tree_bytes(params)
-        unit = max(unit, 4 * traj * (state + 8 * records * 8) + per_seed_instance)
+        lanes = checked.plan.width * len(jax.devices())
+        unit = max(unit, traj * 8 * records * 8 + lanes * (4 * state + _tree_bytes(params)))
     return {"instances": inst, "unit": unit, "total": inst + unit}
 
 

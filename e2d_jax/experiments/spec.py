@@ -66,9 +66,10 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 from e2d_jax import _checks as V
+from e2d_jax.dec import solvers as S
 from e2d_jax.experiments import registry
-from e2d_jax.experiments.registry import agent_label, check_options
-from e2d_jax.sim.simulate import lanes_for
+from e2d_jax.sim.layout import lanes_for
+from e2d_jax.sim.program import Program, factory_program
 
 
 class SweepError(V.ArgumentError):
@@ -91,10 +92,13 @@ _LABEL = r"[A-Za-z0-9][A-Za-z0-9._@+-]*"
 
 
 def _frozen(options: dict) -> tuple:
-    """Sorted (key, value) pairs of scalar options (hashable, JSON-friendly)."""
+    """Sorted (key, value) pairs of scalar options (hashable), a ``solver`` as a value of
+    :mod:`e2d_jax.dec.solvers` (a name, a table of fields, or a value)."""
     out = []
     for key, value in sorted(options.items()):
-        if isinstance(value, (list, tuple, dict)):
+        if key == "solver" and value is not None:
+            value = S.resolve(value)
+        elif isinstance(value, (list, tuple, dict)):
             raise ValueError(f"option {key} must be a string or a number, got {value!r}")
         out.append((key, value))
     return tuple(out)
@@ -102,47 +106,67 @@ def _frozen(options: dict) -> tuple:
 
 @dataclasses.dataclass(frozen=True)
 class SweepAgent:
-    """One agent of a sweep.
+    """One agent of a sweep, as the command line, a sweep file or Python gives it.
 
     Attributes:
       name: a registered name with its parameter (``"anytime-e2d"``, ``"e2d-n200"``) or
         ``module:attribute`` of an agent factory of one's own
         (:mod:`e2d_jax.experiments.registry`).
       options: static options given to the factory (e.g. ``divergence``, ``solver``,
-        ``solver_iters``, ``gap_type``, ``eps2_schedule`` for the E2D agents).
+        ``solver_iters``, ``gap_type``, ``eps2_schedule`` for the E2D agents) and numbers it
+        fixes (``eps2_scale = 2.0``).
       grid: ``{hyperparameter: [values]}``; the cells are the Cartesian product (vmapped).
       tag: the agent's name in every output when one name appears more than once (e.g.
         ``"anytime-e2d-kl"`` for Anytime-E2D with other options); default :attr:`label`.
+      ref: the name parsed (:class:`~e2d_jax.experiments.registry.AgentRef`), once, by
+        :meth:`make`.
     """
 
     name: str
     options: tuple = ()  # sorted (key, value) pairs (hashable)
     grid: tuple = ()  # sorted (key, (values...)) pairs
     tag: str | None = None
+    ref: registry.AgentRef | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @staticmethod
     def make(name: str, options: dict | None = None, grid: dict | None = None, label: str | None = None) -> "SweepAgent":
-        """A sweep agent from plain values (what a sweep file's ``[[agents]]`` table holds)."""
-        if not isinstance(name, str) or not name.strip():
-            raise V.ArgumentError("agents", f"{V.name('agents')}: every agent needs a name (a string), got {name!r}")
+        """A sweep agent from plain values (what a sweep file's ``[[agents]]`` table holds): the
+        name parsed (unless given parsed, an :class:`~e2d_jax.experiments.registry.AgentRef`)
+        and the option names checked against what the agent reads."""
+        ref = name if isinstance(name, registry.AgentRef) else registry.parse_agent(name)
+        name = ref.text
         if label is not None and not re.fullmatch(_LABEL, str(label)):
-            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].label must be letters, digits and . _ @ + - (it names files), got {label!r}")
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].label must be letters, digits and . _ @ + - "
+                                            f"(it names files), got {label!r}")
         try:
             options = _frozen(dict(options or {}))
         except ValueError as err:
-            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}]: {err}; numeric hyperparameters to vary go in grid") from None
+            raise V.ArgumentError("agents", f"{V.name('agents')}[{name}]: {err}; numeric hyperparameters to vary go "
+                                            "in grid") from None
+        accepted = ref.entry.options()
+        if accepted is not None:
+            for key, _ in options:
+                if key not in accepted:
+                    raise V.ArgumentError(key, f"{V.name('agents')}[{ref.label}]: unknown option {V.name(key)}"
+                                               f"{registry.did_you_mean(key, accepted)} (valid: "
+                                               f"{', '.join(accepted) or 'none'})")
         cells = []
         for key, values in sorted(dict(grid or {}).items()):
             vals = np.asarray(values, np.float64).reshape(-1)
             if vals.size == 0 or not np.all(np.isfinite(vals)):
-                raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].grid.{key} must be a non-empty list of finite numbers, got {values!r}")
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{name}].grid.{key} must be a non-empty list of "
+                                                f"finite numbers, got {values!r}")
             cells.append((key, tuple(float(v) for v in vals)))
-        return SweepAgent(name=name, options=options, grid=tuple(cells), tag=label)
+        return SweepAgent(name=name, options=options, grid=tuple(cells), tag=label, ref=ref)
+
+    @property
+    def agent_ref(self) -> registry.AgentRef:
+        return self.ref if self.ref is not None else registry.parse_agent(self.name)
 
     @property
     def label(self) -> str:
         """The agent's name in tables, files and figures."""
-        return self.tag or agent_label(self.name)
+        return self.tag or self.agent_ref.label
 
     def cells(self) -> dict:
         """``{hyperparameter: values (H,)}`` of the Cartesian product; ``{}`` without a grid."""
@@ -156,9 +180,28 @@ class SweepAgent:
     def num_cells(self) -> int:
         return int(np.prod([len(v) for _, v in self.grid])) if self.grid else 1
 
+    def program(self, family: str, horizon: int) -> tuple[Program, np.ndarray]:
+        """``(program, numbers)`` of this entry on a ``family`` model for ``horizon`` rounds
+        (:func:`~e2d_jax.sim.program.factory_program`: one row per cell); errors name the
+        entry."""
+        factory = self.agent_ref.factory(dict(self.options), family, horizon)
+        try:
+            return factory_program(factory, family, self.cells())
+        except ValueError as err:
+            if str(err).startswith("hparams"):
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{self.label}].grid{str(err)[len('hparams'):]}") \
+                    from None
+            raise
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "options": dict(self.options), "grid": {k: list(v) for k, v in self.grid},
-                **({"label": self.tag} if self.tag else {})}
+        return {"name": self.name, "options": {k: _plain(v) for k, v in self.options},
+                "grid": {k: list(v) for k, v in self.grid}, **({"label": self.tag} if self.tag else {})}
+
+
+def _plain(value):
+    """An option's value as JSON holds it (a solver value as its fields)."""
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,18 +293,16 @@ class SweepSpec:
     def dtype(self) -> str:
         return "float64" if self.x64 else "float32"
 
-    def chunk(self, agent, block: int | None = None) -> int:
-        """Seeds per unit for ``agent`` (a :class:`SweepAgent` or a :class:`Program`; see the
-        module docstring): a multiple of the seeds one compiled call runs, ``block``
-        (:func:`default_block`, in trajectories) divided among the cells x instances, unless the
-        sweep has fewer seeds or ``chunk_size`` says otherwise."""
+    def chunk(self, trajectories_per_seed: int, block: int) -> int:
+        """Seeds per unit of a program with ``trajectories_per_seed`` runs per seed (its cells x
+        the instances; see the module docstring): a multiple of the seeds that fill one
+        ``block`` (lanes per call x devices), unless the sweep has fewer seeds or
+        ``chunk_size`` says otherwise."""
         if self.chunk_size is not None:
             return min(self.chunk_size, self.seeds)
-        block = default_block() if block is None else block
-        per = agent.num_cells * len(self.instance_seeds)
-        block = max(1, block // per)  # seeds per call: the block counts trajectories
-        size = max(1, min(MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // per))
-        return min(self.seeds, max(block, size // block * block))
+        per_call = max(1, block // trajectories_per_seed)
+        size = max(1, min(MAX_SEEDS_PER_UNIT, MAX_TRAJECTORIES // trajectories_per_seed))
+        return min(self.seeds, max(per_call, size // per_call * per_call))
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -297,32 +338,27 @@ class SweepSpec:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class Program:
+class SweepProgram(NamedTuple):
     """Agents of a sweep that differ only in numbers, run as the cells of one compiled program.
 
-    A sweep's agents whose :class:`~e2d_jax.experiments.registry.AgentProgram` keys are equal
-    (the same agent, family and static options) and whose numeric hyperparameters unify (each
-    is in the member's grid, fixed by the member, or has a numeric default) are one program:
-    its cells are the members' cells one after the other, e.g. E2D tuned for n = 200, 500,
-    1000 and 2000 is one program of four cells (one lambda each).
+    A sweep's agents whose programs are equal (:class:`~e2d_jax.sim.program.Program`: the
+    same factory and static options; the library's agents have every numeric hyperparameter
+    as an input) are one program: its cells are the members' cells one after the other, e.g.
+    E2D tuned for n = 200, 500, 1000 and 2000 is one program of four cells (one lambda each).
 
     Attributes:
-      members: the :class:`SweepAgent` entries, in the sweep's order.
       label: the program's name in chunk files (the member's label, or the members' joined).
-      factory: ``factory(**cell) -> Agent``.
-      cells: ``{name: values (H,)}`` of every cell, or ``{}`` for one member without numbers.
+      members: the :class:`SweepAgent` entries, in the sweep's order.
+      program: what is compiled.
+      numbers: (H, n) every cell's numbers.
       owner: (H,) the member of each cell (an index into ``members``).
     """
 
-    def __init__(self, members, factory, cells: dict, owner):
-        self.members = tuple(members)
-        labels = [m.label for m in self.members]
-        joined = "+".join(labels)
-        self.label = joined if len(joined) <= 96 else \
-            f"{labels[0]}+{len(labels) - 1}-more-{hashlib.sha256(joined.encode()).hexdigest()[:8]}"
-        self.factory = factory
-        self.cells = {k: np.asarray(v, np.float64) for k, v in cells.items()}
-        self.owner = np.asarray(owner, np.int64)
+    label: str
+    members: tuple
+    program: Program
+    numbers: np.ndarray
+    owner: np.ndarray
 
     @property
     def num_cells(self) -> int:
@@ -333,23 +369,31 @@ class Program:
         return [int(h) for h in np.flatnonzero(self.owner == m)]
 
     def __eq__(self, other):
-        return isinstance(other, Program) and self.label == other.label
+        return isinstance(other, SweepProgram) and self.label == other.label
 
     def __hash__(self):
         return hash(self.label)
 
     def __repr__(self):
-        return f"Program({self.label!r}, cells={self.num_cells})"
+        return f"SweepProgram({self.label!r}, cells={self.num_cells})"
+
+
+def _program_label(members) -> str:
+    labels = [m.label for m in members]
+    joined = "+".join(labels)
+    return joined if len(joined) <= 96 else f"{labels[0]}+{len(labels) - 1}-more-{hashlib.sha256(joined.encode()).hexdigest()[:8]}"
 
 
 class Unit(NamedTuple):
-    """One work unit: every cell and instance of one program for seeds [first, first + count)."""
+    """One work unit: every cell and instance of one program for seeds [first, first + count),
+    run in compiled calls of ``width`` lanes."""
 
-    program: Program
+    program: SweepProgram
     index: int  # chunk index
     first: int  # first seed index
     count: int  # seeds in the unit
-    size: int  # the program's chunk size (the compiled batch; the last unit is padded to it)
+    size: int  # the program's chunk size
+    width: int  # lanes per compiled call (the plan's, whichever process runs the unit)
 
     @property
     def uid(self) -> str:
@@ -362,87 +406,42 @@ class Plan(NamedTuple):
     programs: tuple
     units: tuple
     family: str
+    width: int
 
 
-def default_block() -> int:
-    """Trajectories one compiled call runs on this machine: ``lanes_for`` its first device
-    times its device count. Chunks are multiples of the seeds that stand for them, so no call
-    runs mostly padding."""
-    devices = jax.devices()
-    return lanes_for(devices[0]) * len(devices)
-
-
-def _member_cells(agent: SweepAgent, numbers: dict, names: list, defaults: dict):
-    """The member's cells over ``names``: its grid, its fixed numbers, else the defaults;
-    None when a name has no value."""
-    grid = agent.cells()
-    n = agent.num_cells
-    out = {}
-    for name in names:
-        if name in grid:
-            out[name] = np.asarray(grid[name], np.float64)
-        elif name in numbers:
-            out[name] = np.full(n, numbers[name])
-        elif name in defaults:
-            out[name] = np.full(n, defaults[name])
-        else:
-            return None
-    return out
-
-
-def plan(spec: SweepSpec, family: str, block: int | None = None) -> Plan:
+def plan(spec: SweepSpec, family: str, width: int | None = None, devices: int | None = None) -> Plan:
     """The sweep's programs (agents that differ only in numbers, merged) and its fixed,
-    deterministic list of work units, for seeds-per-call ``block`` (default
-    :func:`default_block`; every executor of a sweep uses the driver's)."""
-    block = default_block() if block is None else block
-    entries = [(a, registry.agent_program(a.name, horizon=spec.horizon, options=dict(a.options), family=family))
-               for a in spec.agents]
-    groups: list = []  # [(key, [(agent, program)])]
-    for agent, prog in entries:
-        clash = sorted({k for k, _ in prog.numbers} & {k for k, _ in agent.grid})
-        if clash:
-            raise V.ArgumentError("agents", f"{V.name('agents')}[{agent.label}]: {', '.join(clash)} is set by the agent itself; vary a "
-                             "multiplier (e.g. lam_scale) in its grid instead")
-        for key, members in groups:
-            if key == prog.key:
-                trial = members + [(agent, prog)]
-                if _cells_of(trial) is not None:
-                    members.append((agent, prog))
-                    break
-        else:
-            groups.append((prog.key, [(agent, prog)]))
+    deterministic list of work units, in calls of ``width`` lanes (default: ``lanes_for`` this
+    process's first device) on ``devices`` devices (default: this process's count). Each agent
+    is resolved for ``family`` here, once."""
+    width = lanes_for(jax.devices()[0]) if width is None else int(width)
+    devices = len(jax.devices()) if devices is None else int(devices)
+    groups: dict = {}  # program key -> [(agent, program, numbers)]
+    for agent in spec.agents:
+        program, numbers = agent.program(family, spec.horizon)
+        groups.setdefault(program.key, []).append((agent, program, numbers))
     programs = []
-    for _, members in groups:
-        cells, owner = _cells_of(members)
-        programs.append(Program([a for a, _ in members], members[0][1].factory, cells, owner))
+    for members in groups.values():
+        owner = np.concatenate([np.full(len(nums), m) for m, (_, _, nums) in enumerate(members)])
+        programs.append(SweepProgram(label=_program_label([a for a, _, _ in members]),
+                                     members=tuple(a for a, _, _ in members), program=members[0][1],
+                                     numbers=np.concatenate([nums for _, _, nums in members], axis=0),
+                                     owner=owner))
     out = []
     for program in programs:
-        size = spec.chunk(program, block)
+        size = spec.chunk(program.num_cells * len(spec.instance_seeds), width * devices)
         for i in range(math.ceil(spec.seeds / size)):
             first = i * size
-            out.append(Unit(program, i, first, min(size, spec.seeds - first), size))
-    return Plan(programs=tuple(programs), units=tuple(out), family=family)
+            out.append(Unit(program, i, first, min(size, spec.seeds - first), size, width))
+    return Plan(programs=tuple(programs), units=tuple(out), family=family, width=width)
 
 
-def _cells_of(members):
-    """``(cells, owner)`` of agents run as one program, or None when their numbers do not unify."""
-    names = sorted({k for a, p in members for k in list(a.cells()) + [n for n, _ in p.numbers]})
-    if not names:
-        return ({}, np.zeros(len(members), np.int64)) if len(members) == 1 else None
-    parts = [_member_cells(a, dict(p.numbers), names, dict(p.defaults)) for a, p in members]
-    if any(part is None for part in parts):
-        return None
-    cells = {k: np.concatenate([part[k] for part in parts]) for k in names}
-    owner = np.concatenate([np.full(a.num_cells, m) for m, (a, _) in enumerate(members)])
-    return cells, owner
-
-
-def units(spec: SweepSpec, block: int | None = None, family: str | None = None) -> list:
+def units(spec: SweepSpec, width: int | None = None, family: str | None = None) -> list:
     """The sweep's work units (:func:`plan`; ``family`` is the environment's, read from its
     shapes when not given)."""
     if family is None:
         family = registry.instance_shapes(spec.env, spec.builder_options(), spec.dtype)[1]
-    return list(plan(spec, family, block).units)
+    return list(plan(spec, family, width).units)
 
 
 #: The fields of a sweep file: those of :class:`SweepSpec`, with ``instances`` (a count N for
@@ -494,7 +493,6 @@ def load_toml(path) -> SweepSpec:
         if "name" not in a:
             raise ValueError(f"{path}: every [[agents]] entry needs a name")
         name, grid, label = a.pop("name"), a.pop("grid", None), a.pop("label", None)
-        check_options(name, a)
         entries.append(SweepAgent.make(name, a, grid, label))
     raw["agents"] = tuple(entries)
     try:

@@ -1,10 +1,10 @@
 """Running work units on this process's devices and writing their chunk files.
 
 :func:`run_units` is what every executor runs (in this process for ``local``, in each task
-for ``ray``): it builds the sweep's instances once (the builder vmapped over the instance
-keys), then for every unit calls :func:`e2d_jax.sim.simulate` with the instance axis and the
-program's cells as vmapped axes (one compile per program; the units of a program share it)
-and writes the unit's chunk file atomically as soon as it finishes
+for ``ray``, on the units the driver planned): it builds the sweep's instances once (the
+builder vmapped over the instance keys), then runs every unit's layout of cells x instances x
+seeds (:func:`e2d_jax.sim.simulate.run_layout`; one compile per program, which the units of a
+program share) and writes the unit's chunk file atomically as soon as it finishes
 (:func:`chunk_arrays`; :func:`simulation_of` reads it back).
 
 A unit is a pure function of its description (the spec, the program, its seed range), so
@@ -24,8 +24,9 @@ from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.provenance import unit_digest
 from e2d_jax.experiments.spec import SweepSpec
 from e2d_jax.sim.results import Simulation
-from e2d_jax.sim.rollout import RolloutResult, SolverStats
-from e2d_jax.sim.simulate import simulate
+from e2d_jax.sim.layout import layout
+from e2d_jax.sim.rollout import RolloutResult, SolverStats, record_rounds
+from e2d_jax.sim.simulate import run_layout
 
 #: Set to stop a sweep: :func:`run_units` stops before its next unit, and ``run_sweep``
 #: writes no tables once it is set, even if a KeyboardInterrupt was lost on the way (CPython
@@ -83,7 +84,7 @@ def simulation_of(arrays: dict, program, spec: SweepSpec) -> Simulation:
                            solver=SolverStats(arrays["solver_status_counts"], arrays["solver_gap_hist"]), info=info)
     return Simulation(result=result, rounds=arrays["rounds"], seed_indices=arrays["seed_indices"],
                       compile_seconds=float(arrays["compile_seconds"]), run_seconds=float(arrays["run_seconds"]),
-                      label=program.label, cells=program.cells or {"cell": np.zeros(program.num_cells)},
+                      label=program.label, cells=_cells(program),
                       instance_seeds=tuple(spec.instance_seeds), horizon=spec.horizon)
 
 
@@ -102,34 +103,48 @@ def _info_arrays(info) -> dict:
 
 def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=None) -> float:
     """Runs ``todo`` units (:class:`~e2d_jax.experiments.spec.Unit`) and writes each one's chunk
-    file; returns the seconds spent. A program with cells runs its factory with them as a
-    vmapped axis; one without runs its agent (built once).
+    file; returns the seconds spent. Each unit is its program's layout of every cell and
+    instance for its seeds, in calls of the unit's width (:func:`e2d_jax.sim.simulate.run_layout`).
 
     Raises :class:`Interrupted` before a unit when :data:`INTERRUPTED` is set.
     """
     if not todo:
         return 0.0
     env, params, _ = instances_of(spec)
-    agents = {}
     t_start = time.perf_counter()
     bar = progress_bar(len(todo), progress)
     try:
         for unit in todo:
             if INTERRUPTED.is_set():
                 raise Interrupted
-            program = unit.program
-            cells = program.cells
-            if not cells and program.label not in agents:
-                agents[program.label] = program.factory()
-            sim = simulate(params, program.factory if cells else agents[program.label], horizon=spec.horizon,
-                           num_seeds=unit.count, seed=spec.seed, record_every=spec.every, first_seed=unit.first,
-                           instances=True, hparams=cells or None, env=env, label=program.label)
+            sim = run_unit(spec, unit, env, params)
             arrays = chunk_arrays(sim, spec.diagnostics)
             arrays.update(finished_at=np.float64(time.time()), unit_digest=np.str_(unit_digest(digest, unit)),
                           uid=np.str_(unit.uid))
             storage.write_chunk(out, unit.uid, arrays)
             bar.update(1)
-            bar.set_postfix_str(f"{program.label} seeds {unit.first}-{unit.first + unit.count - 1}")
+            bar.set_postfix_str(f"{unit.program.label} seeds {unit.first}-{unit.first + unit.count - 1}")
     finally:
         bar.close()
     return time.perf_counter() - t_start
+
+
+def run_unit(spec: SweepSpec, unit, env, params) -> Simulation:
+    """One unit's runs as a :class:`~e2d_jax.sim.results.Simulation` with axes (cells,
+    instances, seeds)."""
+    program = unit.program
+    seeds = np.arange(unit.first, unit.first + unit.count)
+    the_layout = layout(program.num_cells, len(spec.instance_seeds), seeds, unit.width)
+    result, compile_seconds, run_seconds = run_layout(program.program, program.numbers, params, env, the_layout,
+                                                      horizon=spec.horizon, record_every=spec.every, seed=spec.seed)
+    return Simulation(result=result, rounds=record_rounds(spec.horizon, spec.every), seed_indices=seeds,
+                      compile_seconds=compile_seconds, run_seconds=run_seconds, label=program.label,
+                      cells=_cells(program), instance_seeds=tuple(spec.instance_seeds), horizon=spec.horizon)
+
+
+def _cells(program) -> dict:
+    """The program's cells as ``{number: values (H,)}`` (``{"cell": 0...}`` for a program
+    without numbers)."""
+    if not program.program.names:
+        return {"cell": np.zeros(program.num_cells)}
+    return {name: program.numbers[:, i] for i, name in enumerate(program.program.names)}

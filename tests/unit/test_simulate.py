@@ -15,7 +15,9 @@ from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
-from e2d_jax.sim.simulate import ACCELERATOR_LANES, CPU_LANES, lanes_for, lapack_blocks_threads, simulate
+from e2d_jax.sim.execute import lapack_blocks_threads
+from e2d_jax.sim.layout import ACCELERATOR_LANES, CPU_LANES, lanes_for, layout
+from e2d_jax.sim.simulate import simulate
 from e2d_jax.sim.summaries import instance_summary, solver_summary, valid_seeds
 from e2d_jax.types import Agent, Status
 
@@ -139,33 +141,29 @@ def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
 
 
 def test_host_devices_compile_once(tmp_path):
-    """On 4 host devices the batched rollout compiles one executable, which every device's
-    slice runs, and its seeds equal the one-device program's, bit for bit."""
+    """On 4 host devices a program compiles one executable, which every device's calls run
+    (on the first device), and the calls spread over the 4 devices give every seed the bits
+    of one device."""
     code = (
-        "import jax, jax.monitoring, numpy as np\n"
+        "import jax, numpy as np\n"
         "import e2d_jax as e\n"
         "from e2d_jax.envs.family import environment_of\n"
-        "from e2d_jax.sim.rollout import run_keys\n"
-        "from e2d_jax.sim.simulate import make_batched_rollout\n"
-        "compiles = []\n"
-        "jax.monitoring.register_event_duration_secs_listener(\n"
-        "    lambda name, secs, **kw: compiles.append(name) if name.endswith('backend_compile_duration') else None)\n"
+        "from e2d_jax.sim import execute, program\n"
         "p = e.semi_bandit(e.instance_key(0), 3, 6)\n"
-        "keys = run_keys(0, np.arange(8))\n"
-        "make = lambda devices: make_batched_rollout(environment_of(p, None), e.thompson_sampling(), 12, 4, 8, devices)\n"
-        "lowered = make(jax.devices()).lower(keys, p, ())\n"
-        "before = len(compiles)\n"
-        "many = lowered.compile()\n"
-        "print(len(jax.devices()), len(compiles) - before)\n"
-        "one = make(jax.devices()[:1]).lower(keys, p, ()).compile()\n"
-        "a, b = jax.device_get(many(keys, p, ())), jax.device_get(one(keys, p, ()))\n"
-        "assert all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)))\n"
+        "prog, nums = program.program_of(e.thompson_sampling(), 'linear')\n"
+        "exe, _ = execute.compiled(environment_of(p), prog, 12, 4, 2, jax.devices(), p, np.float32)\n"
+        "print(len(jax.devices()), len(exe.executables), len({d.id for d in exe.targets}))\n"
+        "many = e.simulate(p, e.thompson_sampling(), horizon=12, num_seeds=8, record_every=4, lanes=2)\n"
+        "one = e.simulate(p, e.thompson_sampling(), horizon=12, num_seeds=8, record_every=4, lanes=2,\n"
+        "                 devices=jax.devices()[:1])\n"
+        "assert all(np.array_equal(x, y) for x, y in zip(jax.tree_util.tree_leaves(many.result),\n"
+        "                                                  jax.tree_util.tree_leaves(one.result)))\n"
     )
     env = procs.cli_env()
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.split() == ["4", "1"]
+    assert proc.stdout.split() == ["4", "1", "1"]
 
 
 def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
@@ -195,17 +193,22 @@ def test_instance_and_run_streams_are_distinct():
 
 
 def test_nonfinite_cell_is_flagged_and_other_cells_unchanged():
-    """A traced eps2_scale of 0 (which the factory cannot check) makes every round of its cell
-    non-finite: each of its seeds is counted invalid, the other cell equals its run alone."""
+    """A traced eps2_scale of 0 (the factory checks the first cell's values only; the others
+    are traced) makes every round of its cell non-finite: each of its seeds is counted
+    invalid, the other cell equals its run alone, bit for bit (an agent and a grid's cell are
+    one program with the same numbers). A first cell the factory refuses is refused at once."""
     params32 = linear.semi_bandit(jax.random.key(0), 3, 6, dtype=jnp.float32)
-    sim = simulate(params32, anytime_e2d, horizon=10, num_seeds=4, record_every=5, hparams={"eps2_scale": [0.0, 1.0]})
+    sim = simulate(params32, anytime_e2d, horizon=10, num_seeds=4, record_every=5, hparams={"eps2_scale": [1.0, 0.0]})
     valid = valid_seeds(sim.result)
     assert valid.shape == (2, 4)
-    assert not valid[0].any() and valid[1].all()
-    assert np.all(solver_summary(sim.result.solver)["nonfinite_rounds"][0] == 10)
-    assert np.all(sim.result.invalid_rounds[0] == 10)
+    assert valid[0].all() and not valid[1].any()
+    assert np.all(solver_summary(sim.result.solver)["nonfinite_rounds"][1] == 10)
+    assert np.all(sim.result.invalid_rounds[1] == 10)
     alone = simulate(params32, anytime_e2d(eps2_scale=1.0), horizon=10, num_seeds=4, record_every=5)
-    np.testing.assert_array_equal(sim.result.action_counts[1], alone.result.action_counts)
+    np.testing.assert_array_equal(sim.result.action_counts[0], alone.result.action_counts)
+    np.testing.assert_array_equal(sim.result.regret[0], alone.result.regret)
+    with pytest.raises(ValueError, match="eps2_scale"):
+        simulate(params32, anytime_e2d, horizon=10, num_seeds=4, hparams={"eps2_scale": [0.0, 1.0]})
 
 
 def test_solver_summary_brackets_the_recorded_gaps():
@@ -240,15 +243,19 @@ def test_one_corrupted_instance_spoils_no_other_seed():
     np.testing.assert_array_equal(spoiled.result.action_counts[0], clean.result.action_counts[0])
 
 
-def test_call_width_counts_trajectories_per_platform():
-    """``lanes_for``: a call holds CPU_LANES (ACCELERATOR_LANES) trajectories, shared among a
-    seed's instances x cells, at least one seed."""
+def test_every_trajectory_has_one_lane_in_calls_of_a_fixed_width():
+    """``lanes_for`` a platform, and the layout: cells x instances x seeds, each run exactly
+    once in calls of exactly ``width`` lanes (the last padded with runs computed again), so
+    every call is the same compiled program."""
     cpu, gpu = SimpleNamespace(platform="cpu"), SimpleNamespace(platform="gpu")
     assert lanes_for(cpu) == CPU_LANES and lanes_for(gpu) == ACCELERATOR_LANES
-    assert lanes_for(cpu, 160) == 1  # a sensitivity unit: 20 instances x 8 cells
-    assert lanes_for(gpu, 160) == ACCELERATOR_LANES // 160
-    assert lanes_for(gpu, 160) * 160 <= ACCELERATOR_LANES < (lanes_for(gpu, 160) + 1) * 160
-    assert lanes_for(gpu, 10 * ACCELERATOR_LANES) == 1
+    the_layout = layout(8, 20, np.arange(5, 12), CPU_LANES)  # a sensitivity unit: 20 instances x 8 cells
+    assert the_layout.shape == (8, 20, 7)
+    calls = [the_layout.call(c) for c in range(the_layout.num_calls)]
+    assert the_layout.num_calls == -(-8 * 20 * 7 // CPU_LANES)
+    assert all(len(cell) == CPU_LANES for cell, _, _ in calls)
+    runs = list(zip(*[np.concatenate(x)[:8 * 20 * 7] for x in zip(*calls)]))
+    assert sorted(runs) == sorted((h, i, s) for h in range(8) for i in range(20) for s in range(5, 12))
 
 
 def _bad_action_agent(action_of_seed):
