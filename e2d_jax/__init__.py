@@ -33,7 +33,7 @@ from e2d_jax.envs.linear import linear_bandit as linear_bandit
 from e2d_jax.envs.linear import linear_side_observation as linear_side_observation
 from e2d_jax.envs.linear import multi_armed_bandit as multi_armed_bandit
 from e2d_jax.envs.linear import semi_bandit as semi_bandit
-from e2d_jax.sim.results import Results as Results
+from e2d_jax.results import Results as Results
 from e2d_jax.sim.results import Simulation as Simulation
 from e2d_jax.sim.rollout import instance_key as instance_key
 from e2d_jax.sim.rollout import instance_keys as instance_keys

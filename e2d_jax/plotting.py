@@ -5,8 +5,9 @@ Every function takes NumPy arrays or a results table (``pandas.read_parquet`` of
 ``results.parquet``) and returns a :class:`Figure`: a ``matplotlib.figure.Figure`` drawn without
 pyplot (a notebook's backend is left alone, nothing is shown by surprise) that Jupyter displays
 as a PNG when it is a cell's value. :func:`save` writes a figure as
-PDF and PNG. One agent has one colour in every figure (:func:`agent_colour`), and the cells of
-an agent's hyperparameter grid are shades of it, light to dark in the grid's order
+PDF and PNG. Every agent of a run has its own colour, the same in every figure of the run
+(:func:`label_colours` of the run's agents, in their order), and the cells of an agent's
+hyperparameter grid are shades of it, light to dark in the grid's order
 (:func:`cell_colours`), named ``agent (name=value)`` (:func:`cell_names`). Every legend says
 what its lines, bands and bars are, and a label with no valid run is named in the figure
 ("no valid seeds") instead of being drawn.
@@ -14,7 +15,6 @@ what its lines, bands and bars are, and a label with no valid run is named in th
 from __future__ import annotations
 
 import colorsys
-import hashlib
 import io
 import textwrap
 from pathlib import Path
@@ -42,29 +42,44 @@ class Figure(_mpl_figure.Figure):
 #: What a figure says of a label without any valid run.
 NO_VALID = "no valid seeds"
 
-#: Fixed colours of the library's agents; other agents get a colour from their name's hash.
-_COLOURS = {
-    "anytime-e2d": "#1f77b4", "e2d": "#ff7f0e", "ucb": "#7f7f7f", "ts": "#8c564b", "ts-finite": "#bcbd22",
-    "ids": "#2ca02c", "ids-worst-case": "#98df8a",
-}
-_E2D_TUNINGS = ["#ff7f0e", "#d62728", "#9467bd", "#e377c2", "#ffbb78", "#c49c94"]
-_OTHERS = ["#17becf", "#9edae5", "#aec7e8", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#393b79", "#637939", "#8c6d31",
-           "#843c39", "#7b4173"]
+#: The colours labels take, in this order: mutually distinct hues and lightnesses (the
+#: qualitative palette tab10, then darker and lighter companions that differ from all of it).
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#393b79", "#637939", "#e7ba52", "#7b4173", "#3182bd", "#31a354", "#000000", "#fd8d3c")
+#: The colour each of the library's agents asks for first (E2D tuned for several horizons takes
+#: the E2D colours in the order the labels come).
+_PREFERRED = {"anytime-e2d": ("#1f77b4",), "ucb": ("#7f7f7f",), "ts": ("#8c564b",), "ts-finite": ("#bcbd22",),
+              "ids": ("#2ca02c",), "ids-worst-case": ("#637939",),
+              "e2d": ("#ff7f0e", "#d62728", "#9467bd", "#e377c2", "#fd8d3c", "#7b4173")}
+
+
+def _base(label: str) -> str:
+    base = label.split("[", 1)[0].split(" (", 1)[0]
+    return "e2d" if base.startswith("e2d-n") or base.startswith("e2d@") else base
+
+
+def label_colours(labels) -> dict:
+    """``{label: colour}``: a distinct colour for every label of a figure or a run, each of the
+    library's agents its own colour where it is free (Anytime-E2D blue, E2D orange and then the
+    next E2D colours for further tunings, UCB grey, TS brown, IDS green), every other label the
+    first colour of :data:`PALETTE` not yet taken. Beyond the palette's length colours repeat
+    in a darker shade."""
+    out, taken = {}, set()
+    for label in dict.fromkeys(labels):
+        colour = next((c for c in _PREFERRED.get(_base(label), ()) if c not in taken), None)
+        if colour is None:
+            colour = next((c for c in PALETTE if c not in taken), None)
+        if colour is None:  # more labels than colours
+            colour = shades(PALETTE[len(out) % len(PALETTE)], 3)[2]
+        taken.add(colour)
+        out[label] = colour
+    return out
 
 
 def agent_colour(label: str) -> str:
-    """The colour of an agent (or cell) label in every figure: fixed for the library's agents,
-    by horizon for E2D tuned for n, from the name's hash otherwise."""
-    base = label.split("[", 1)[0]
-    if base in _COLOURS:
-        return _COLOURS[base]
-    if base.startswith("e2d-n"):
-        digits = "".join(ch for ch in base[len("e2d-n"):] if ch.isdigit())
-        n = int(digits) if digits else 0
-        order = {200: 1, 500: 2, 1000: 3, 2000: 4}.get(n, 5)
-        return _E2D_TUNINGS[order] if not base.endswith("-kl") else _E2D_TUNINGS[0]
-    digest = int(hashlib.sha256(base.encode()).hexdigest(), 16)
-    return _OTHERS[digest % len(_OTHERS)]
+    """The colour of a label on its own (:func:`label_colours` of that label alone); a figure
+    with several labels takes :func:`label_colours` of all of them."""
+    return label_colours([label])[label]
 
 
 def shades(colour: str, n: int) -> list:
@@ -82,14 +97,15 @@ def _first_rows(table):
 
 
 def cell_colours(table) -> dict:
-    """``{cell: colour}`` of a results table's cells: an agent with one cell has its colour
-    (:func:`agent_colour`); the cells of an agent's grid are shades of it, light to dark in the
-    table's order."""
+    """``{cell: colour}`` of a results table's cells: every agent its own colour
+    (:func:`label_colours` of the table's agents, in its order), the cells of an agent's grid
+    shades of it, light to dark in the table's order."""
     first = _first_rows(table)
+    agents = label_colours(first["agent"])
     out = {}
-    for agent in dict.fromkeys(first["agent"]):
+    for agent, colour in agents.items():
         cells = first.loc[first["agent"] == agent, "cell"]
-        out.update(zip(cells, shades(agent_colour(agent), len(cells))))
+        out.update(zip(cells, shades(colour, len(cells))))
     return out
 
 
@@ -124,7 +140,7 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
       title: optional title (wrapped to the figure's width).
       instances: how many instances the N runs pool (for the legend's count).
       ylabel: the y axis' label (default: cumulative pseudo-regret).
-      colours: ``{label: colour}`` (default: :func:`agent_colour` of each label).
+      colours: ``{label: colour}`` (default: :func:`label_colours` of the labels).
 
     Returns:
       The figure.
@@ -132,9 +148,10 @@ def plot_regret(curves: dict, *, title: str | None = None, instances: int = 1, y
     fig = Figure(figsize=(6.4, 4.4), dpi=100)
     ax = fig.subplots()
     n_runs = 0
+    colours = {**label_colours(curves), **(colours or {})}
     for label, (rounds, regret) in curves.items():
         regret = np.asarray(regret)
-        colour = (colours or {}).get(label) or agent_colour(label)
+        colour = colours[label]
         if regret.shape[0] == 0:
             ax.plot([], [], ls="none", marker="x", color=colour, label=f"{label}: {NO_VALID}")
             continue
@@ -275,7 +292,8 @@ def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: 
     fig = Figure(figsize=(6.4, 4.4), dpi=100)
     ax = fig.subplots()
     inst_count = valid["instance_seed"].nunique() if "instance_seed" in valid else 1
-    for agent, rows in valid[valid[col].notna()].groupby("agent"):
+    colours = label_colours(table["agent"])
+    for agent, rows in valid[valid[col].notna()].groupby("agent", sort=False):
         xs, med, lo, hi, mean, half = [], [], [], [], [], []
         for x, g in rows.groupby(col):
             inst = g.groupby("instance_seed")["final_regret"].mean().to_numpy()
@@ -286,7 +304,7 @@ def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: 
             hi.append(np.percentile(inst, 75))
             mean.append(m)
             half.append(h)
-        colour = agent_colour(agent)
+        colour = colours[agent]
         ax.plot(xs, med, "o-", color=colour, label=f"{agent}: median over instances")
         if inst_count > 1:
             ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, lw=0, label=f"{agent}: IQR over instances")
@@ -296,12 +314,12 @@ def plot_hyperparameter(table, hparam: str, *, references=("ucb", "ts"), title: 
         rows = valid[valid["agent"] == agent]
         if len(rows):
             inst = rows.groupby("instance_seed")["final_regret"].mean().to_numpy()
-            ax.axhline(np.median(inst), ls="--", lw=1, color=agent_colour(agent),
+            ax.axhline(np.median(inst), ls="--", lw=1, color=colours[agent],
                        label=f"{agent}: median over instances")
     drawn = bool(ax.get_legend_handles_labels()[0])
     for agent, x in _without_valid_runs(table, col, references):
         where = "" if x is None else f" at {hparam}={x:g}"
-        ax.plot([], [], ls="none", marker="x", color=agent_colour(agent), label=f"{agent}{where}: {NO_VALID}")
+        ax.plot([], [], ls="none", marker="x", color=colours[agent], label=f"{agent}{where}: {NO_VALID}")
     grid_values = table.loc[table[col].notna(), col].to_numpy(np.float64)
     ax.set_xscale("log")
     log_ticks(ax, grid_values)

@@ -474,7 +474,6 @@ def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
               f"units of the sweep are done in {out}. The tables and figures are written by the part that "
               f"finishes last, or by `e2d-jax plot {out}` once all parts are done.")
         return summary, 0
-    draw_figures(out)
     return summary, _report(summary, out)
 
 

@@ -382,7 +382,11 @@ class AgentRef:
         kwargs = self.kwargs(options, family, horizon)
         build = functools.partial(self.entry.builder(family), **kwargs)
         if self.entry.builders is not None:
-            build()  # the factory's own checks, before anything is traced
+            try:
+                build()  # the factory's own checks, before anything is traced
+            except ValueError as err:
+                argument = getattr(err, "argument", None) or V.leading_argument(str(err)) or "agents"
+                raise V.ArgumentError(argument, f"{V.name('agents')}[{self.label}]: {err}") from None
         return build
 
 

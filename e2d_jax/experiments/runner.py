@@ -15,9 +15,9 @@ goes one way, each step computed once:
    file's digest only);
 3. the executor (:mod:`e2d_jax.experiments.executors`) runs those units and writes each chunk
    atomically as soon as it finishes;
-4. :func:`collect` reads every chunk once into a :class:`~e2d_jax.sim.results.Results` (each
-   program's cells split back into its agents), writes ``results.parquet``, ``curves.npz`` and
-   ``summary.json``, marks the manifest complete and removes the chunks.
+4. :func:`collect` reads every chunk once into a :class:`~e2d_jax.results.Results` (each
+   program's cells split back into its agents), writes ``results.parquet``, ``curves.npz``,
+   ``summary.json`` and the figures, marks the manifest complete and removes the chunks.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ from e2d_jax.experiments.provenance import code_id, unit_digest, versions
 from e2d_jax.experiments.registry import instance_shapes
 from e2d_jax.experiments.spec import Plan, SweepError, SweepSpec, plan
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted, simulation_of
-from e2d_jax.sim.results import Results, concatenate
+from e2d_jax.results import Results
+from e2d_jax.sim.results import concatenate
 from e2d_jax.envs.family import environment_of
 from e2d_jax.sim.program import check_program
 from e2d_jax.sim.rollout import instance_key
@@ -266,9 +267,9 @@ def collect_stored(out) -> dict:
 
 def collect(spec: SweepSpec, the_plan: Plan, out, digest: str, extra: dict | None = None) -> dict:
     """Reads every chunk file once into the results (each program's cells split back into its
-    agents), writes ``results.parquet``, ``curves.npz`` and ``summary.json`` (and
-    ``diagnostics.npz`` when the sweep keeps them), marks the manifest complete, removes the
-    chunks and returns the summary.
+    agents), writes ``results.parquet``, ``curves.npz``, ``summary.json`` (and
+    ``diagnostics.npz`` when the sweep keeps them) and the figures, marks the manifest
+    complete, removes the chunks and returns the summary.
 
     A statistic over no valid seed (a cell, or an instance of it, whose seeds are all
     invalid) is None in the summary (``null`` in ``summary.json``). A cell's compile time and

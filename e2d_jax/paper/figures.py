@@ -15,7 +15,7 @@ import numpy as np
 from e2d_jax.agents.e2d_linear import horizon_lambda
 from e2d_jax.experiments import storage
 from e2d_jax.paper import claims
-from e2d_jax.plotting import Figure, agent_colour, curves_by_cell, log_ticks
+from e2d_jax.plotting import Figure, curves_by_cell, label_colours, log_ticks
 from e2d_jax.sim.summaries import mean_ci95
 
 
@@ -24,13 +24,16 @@ def plot_figure1(dirs: dict) -> Figure:
     cumulative regret with its 95% CI band over seeds per agent."""
     fig = Figure(figsize=(11, 4.4), dpi=100)
     axes = fig.subplots(1, len(dirs), squeeze=False)[0]
+    tables = {title: storage.read_table(out) for title, out in dirs.items()}
+    # One colour per agent across the panels.
+    colours = label_colours([cell for table in tables.values() for cell in table["cell"]])
     for ax, (title, out) in zip(axes, dirs.items()):
-        table = storage.read_table(out)
+        table = tables[title]
         for label, (rounds, regret) in curves_by_cell(table, storage.read_curves(out)).items():
             if regret.shape[0] == 0:
                 continue
             mean, half = mean_ci95(regret)
-            colour = agent_colour(label)
+            colour = colours[label]
             ax.plot(rounds, mean, label=label, color=colour, lw=1.6)
             ax.fill_between(rounds, mean - half, mean + half, color=colour, alpha=0.2, lw=0)
         seeds = int(table.groupby("cell")["valid"].sum().min())
@@ -96,6 +99,7 @@ def plot_sensitivity(dirs: dict) -> Figure:
         table, summary = claims.load(out)
         n = summary["config"]["horizon"]
         agents = {c["agent"] for c in summary["agents"].values()}
+        agent_colour = label_colours([c["agent"] for c in summary["agents"].values()]).get
         for ax, (agent, hp, xlabel, kl_x) in zip(axes[row], (
                 ("anytime-e2d", "eps2_scale", "c in $\\epsilon_t^2 = c\\,d/t$", 2.0),
                 (f"e2d-n{n}", "lam_scale", "m in $\\lambda = m\\sqrt{n/(4\\log n)}$", 0.5))):

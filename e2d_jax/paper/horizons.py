@@ -40,7 +40,7 @@ from matplotlib.figure import Figure
 from e2d_jax import _checks as V
 from e2d_jax.experiments import storage
 from e2d_jax.experiments.spec import SweepAgent, SweepSpec
-from e2d_jax.plotting import agent_colour, save
+from e2d_jax.plotting import label_colours, save
 from e2d_jax.sim.summaries import mean_ci95
 
 #: environment -> (registered environment, builder options, random instances or one fixed).
@@ -344,11 +344,12 @@ def plot(base, tables: dict | None = None) -> Figure:
         table, rounds, regret = _curves(out)
         df = tables[env].set_index("agent")
         lows = []
+        colours = label_colours(table["cell"])
         for cell in dict.fromkeys(table["cell"]):
             runs = regret[(table["cell"] == cell).to_numpy()]
             mean, half = mean_ci95(runs)
             r = df.loc[cell]
-            colour = agent_colour(cell)
+            colour = colours[cell]
             keep = mean > 0
             ax.plot(rounds[keep], mean[keep], color=colour, lw=1.5,
                     label=f"{cell}: {r['exponent']:.2f} [{r['exponent_lo']:.2f}, {r['exponent_hi']:.2f}]")

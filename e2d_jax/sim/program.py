@@ -141,7 +141,18 @@ def factory_program(factory, family: str | None, hparams: dict | None = None) ->
     not one of its numbers is refused, naming ``hparams``), else the factory itself called
     with the grid's values."""
     grid, size = _grid(hparams or {})
-    probe = factory(**{k: float(v[0]) for k, v in grid.items()})
+    probe = None
+    if grid:
+        # A library factory's spec, read from its defaults first (so that a grid over what is not
+        # one of its numbers is named as such); a factory that needs arguments, with the grid's.
+        try:
+            probe = factory()
+        except (TypeError, ValueError):
+            probe = None
+        if probe is not None and (not isinstance(probe, Agent) or spec_of(probe, family) is None):
+            probe = None
+    if probe is None:
+        probe = factory(**{k: float(v[0]) for k, v in grid.items()})
     if not isinstance(probe, Agent):
         raise ValueError(f"agent: the factory {_name_of(factory)!r} must return an e2d_jax.Agent, got "
                          f"{type(probe).__name__}")
@@ -157,6 +168,8 @@ def factory_program(factory, family: str | None, hparams: dict | None = None) ->
         raise ValueError(f"hparams: {', '.join(repr(u) for u in unknown)} is not a numeric hyperparameter of "
                          f"{spec.name}{_suggest(unknown[0], program.names)} (its numbers: "
                          f"{', '.join(program.names) or 'none'})")
+    if grid:
+        factory(**{k: float(v[0]) for k, v in grid.items()})  # the first cell's values, checked by the factory
     base = dict(spec.numbers)
     size = size or 1
     table = np.stack([grid[k] if k in grid else np.full(size, base[k]) for k in program.names], axis=1) \

@@ -1,4 +1,4 @@
-"""What :func:`e2d_jax.simulate` returns: the runs' arrays, with their tables, figures and files.
+"""What :func:`e2d_jax.simulate` returns: the runs' arrays and their tables.
 
 :class:`Simulation` holds one agent's runs (a ``RolloutResult`` of NumPy arrays with leading
 axes (H, I, S): hyperparameter cells when there are any, instances when there are any, seeds)
@@ -7,15 +7,14 @@ and answers the questions a researcher asks next::
     sim = e2d.simulate(params, e2d.anytime_e2d(), horizon=2000, num_seeds=1000, label="anytime-e2d")
     sim.summary()          # pandas DataFrame, one row per cell: mean final regret, 95% CI, seeds, solver
     sim.to_frame()         # one row per seed (the command line's results.parquet)
-    sim.plot()             # matplotlib Figure: mean regret with 95% CI bands per cell
-    sim.save("runs/mine")  # results.parquet, curves.npz, summary.json: `e2d-jax plot runs/mine` draws it
 
-:class:`Results` holds several simulations (agents) and answers the same questions for all of
-them: ``Results([sim_a, sim_b]).summary()``. The command line's tables are written by the
-same code, so a directory saved from Python and one written by ``e2d-jax run`` are read the
-same way (``pandas.read_parquet``, ``e2d-jax plot``).
+:class:`Tables` holds several simulations (agents) and makes the same tables for all of them;
+:class:`e2d_jax.results.Results` adds their figures and files (``e2d.Results([sim_a,
+sim_b]).plot()``, ``.save(directory)``). The command line's tables are made by the same
+code, so a directory saved from Python and one written by ``e2d-jax run`` are read the same
+way (``pandas.read_parquet``, ``e2d-jax plot``).
 
-Summaries per cell (:meth:`Results.cells`): the final regret's mean and 95% CI over the valid
+Summaries per cell (:meth:`Tables.cells`): the final regret's mean and 95% CI over the valid
 seeds (pooled over instances), its spread over instances (median, IQR, and a CI of the mean
 over instances), the valid and invalid seeds (a seed is invalid when a round was non-finite or
 its action outside [0, K); :func:`~e2d_jax.sim.summaries.valid_seeds`), and the solver's
@@ -32,8 +31,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from e2d_jax import _files, plotting
-from e2d_jax.plotting import Figure
+from e2d_jax import _files
 from e2d_jax.sim.rollout import RolloutResult, SolverStats
 from e2d_jax.sim.summaries import hist_quantile, instance_summary, solver_summary
 from e2d_jax.types import Status
@@ -105,24 +103,12 @@ class Simulation(NamedTuple):
 
     # -- what a researcher asks for --------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """One row per cell (see :meth:`Results.summary`)."""
-        return Results([self]).summary()
+        """One row per cell (see :meth:`Tables.summary`)."""
+        return Tables([self]).summary()
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (cell, instance, seed) (see :meth:`Results.to_frame`)."""
-        return Results([self]).to_frame()
-
-    def plot(self, title: str | None = None) -> Figure:
-        """Mean cumulative regret with 95% CI bands per cell (see :meth:`Results.plot`)."""
-        return Results([self]).plot(title)
-
-    def plot_final(self, title: str | None = None) -> Figure:
-        """The distribution of the final regret per cell (see :meth:`Results.plot_final`)."""
-        return Results([self]).plot_final(title)
-
-    def save(self, directory, *, name: str = "simulation", diagnostics: bool = False) -> Path:
-        """Writes the command line's files (see :meth:`Results.save`)."""
-        return Results([self]).save(directory, name=name, diagnostics=diagnostics)
+        """One row per (cell, instance, seed) (see :meth:`Tables.to_frame`)."""
+        return Tables([self]).to_frame()
 
 
 def concatenate(parts: list) -> Simulation:
@@ -142,17 +128,20 @@ def _tree_concat(trees, axis):
     return jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs], axis=axis), *trees)
 
 
-class Results:
-    """Several simulations (agents), answered together: tables, figures and files.
+class Tables:
+    """Several simulations (agents), answered together: their tables and ``summary.json``'s
+    statistics (:class:`e2d_jax.results.Results` adds figures and files).
 
     Args:
-      simulations: :class:`Simulation` objects (their labels name them; each label once), or a
-        ``{label: Simulation}`` mapping (the keys replace the labels).
+      simulations: :class:`Simulation` objects (their labels name them; each label once), a
+        ``{label: Simulation}`` mapping (the keys replace the labels), or one Simulation.
       name: the results' name (in figures' titles and ``summary.json``).
       config: what produced them (written to ``summary.json``; the command line's sweep spec).
     """
 
     def __init__(self, simulations, *, name: str = "simulation", config: dict | None = None):
+        if isinstance(simulations, Simulation):
+            simulations = [simulations]
         if isinstance(simulations, dict):
             simulations = [s._replace(label=str(k)) for k, s in simulations.items()]
         sims = list(simulations)
@@ -307,37 +296,21 @@ class Results:
         cols, _, _ = self.columns()
         return pd.DataFrame(cols)
 
-    # -- figures -----------------------------------------------------------------------------
-    def _title(self, title):
-        if title is not None:
-            return title
-        first = self.simulations[0]
-        inst = len(first.instance_seeds) if first.instance_seeds is not None else 1
-        count = f"{len(first.seed_indices)} seeds" + (f" × {inst} instances" if inst > 1 else "")
-        return f"{self.name}: n={first.horizon}, {count}" if first.horizon else f"{self.name}: {count}"
-
-    def _instances(self) -> int:
-        return max(len(s.instance_seeds) if s.instance_seeds is not None else 1 for s in self.simulations)
-
-    def plot(self, title: str | None = None) -> Figure:
-        """Mean cumulative regret with 95% CI bands per cell over its valid runs (the command
-        line's ``regret`` figure)."""
-        _, curves, rounds = self.columns()
-        return plotting.regret_figure(self.to_frame(), {"rounds": rounds, "regret": curves},
-                                      title=self._title(title), instances=self._instances())
-
-    def plot_final(self, title: str | None = None) -> Figure:
-        """The distribution of the final regret per cell (the command line's ``final_regret``
-        figure)."""
-        return plotting.plot_final_distribution(self.to_frame(), title=self._title(title))
-
     # -- files -------------------------------------------------------------------------------
-    def save(self, directory, *, name: str | None = None, diagnostics: bool = False, extra: dict | None = None) -> Path:
+    def summary_json(self, *, name: str | None = None, extra: dict | None = None) -> dict:
+        """What ``summary.json`` holds: the name, the configuration and every cell's statistics."""
+        first = self.simulations[0]
+        config = {"horizon": first.horizon, "seeds": int(len(first.seed_indices)),
+                  "instance_seeds": list(first.instance_seeds) if first.instance_seeds is not None else [0],
+                  **self.config}
+        return {"name": name or self.name, "conventions": config.get("conventions"), "config": config,
+                "agents": self.cells(), "files": {"table": _files.TABLE, "curves": _files.CURVES}, **(extra or {})}
+
+    def save_tables(self, directory, *, name: str | None = None, diagnostics: bool = False,
+                    extra: dict | None = None) -> Path:
         """Writes ``results.parquet``, ``curves.npz`` and ``summary.json`` into ``directory``
         (atomically; see :mod:`e2d_jax._files`), and with ``diagnostics`` every agent's
-        per-round info at the recorded rounds to ``diagnostics.npz``, so that
-        ``pandas.read_parquet`` and ``e2d-jax plot directory`` read it as they read the command
-        line's. Returns the directory."""
+        per-round info at the recorded rounds to ``diagnostics.npz``. Returns the directory."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         cols, curves, rounds = self.columns()
@@ -345,14 +318,7 @@ class Results:
         _files.write_curves(out, rounds, curves)
         if diagnostics:
             _files.write_npz(out / _files.DIAGNOSTICS, self.diagnostics())
-        first = self.simulations[0]
-        config = {"horizon": first.horizon, "seeds": int(len(first.seed_indices)),
-                  "instance_seeds": list(first.instance_seeds) if first.instance_seeds is not None else [0],
-                  **self.config}
-        summary = {"name": name or self.name, "conventions": config.get("conventions"), "config": config,
-                   "agents": self.cells(), "files": {"table": _files.TABLE, "curves": _files.CURVES},
-                   **(extra or {})}
-        _files.write_json(out / _files.SUMMARY, summary)
+        _files.write_json(out / _files.SUMMARY, self.summary_json(name=name, extra=extra))
         return out
 
     def diagnostics(self) -> dict:

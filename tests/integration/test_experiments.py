@@ -40,17 +40,17 @@ def test_units_are_fixed_and_cover_every_seed():
     assert [u.uid for u in us] == [f"{a}/chunk{i:05d}" for a in ("anytime-e2d", "ts") for i in range(3)]
     assert [(u.first, u.count, u.size) for u in us[:3]] == [(0, 4, 4), (4, 4, 4), (8, 2, 4)]
     assert units(spec) == us
-    # Default chunk: bounded by the trajectories per unit (cells x instances x seeds), a
-    # multiple of the seeds one compiled call runs: 64 trajectories per CPU device, divided
-    # among one seed's cells x instances.
+    # Default chunk (in seeds, for a program's runs per seed = cells x instances): bounded by
+    # the trajectories per unit, a multiple of the seeds that fill one call's 64 lanes per
+    # CPU device.
     auto = _spec(chunk_size=None, seeds=5000, instance_seeds=tuple(range(8)))
-    assert auto.chunk(auto.agents[0], 64) == 4096 // 16 and auto.chunk(auto.agents[1], 64) == 4096 // 8
-    assert _spec(chunk_size=None, seeds=5000).chunk(auto.agents[1], 64) == 992  # not 1000: 31 x (64 // 2)
-    assert _spec(chunk_size=None, seeds=5000).chunk(auto.agents[1], 128) == 960  # 2 devices: 15 x (128 // 2)
-    # More trajectories per seed than a call's width: one seed per call, the unit still bounded
-    # by MAX_TRAJECTORIES (20 instances x 2 cells = 40 per seed); never more than the seeds.
+    assert auto.chunk(2 * 8, 64) == 4096 // 16 and auto.chunk(1 * 8, 64) == 4096 // 8
+    assert _spec(chunk_size=None, seeds=5000).chunk(2, 64) == 992  # not 1000: 31 x (64 // 2)
+    assert _spec(chunk_size=None, seeds=5000).chunk(2, 128) == 960  # 2 devices: 15 x (128 // 2)
+    # More runs per seed than a call's width: one seed per call, the unit still bounded by
+    # MAX_TRAJECTORIES (20 instances x 2 cells = 40 per seed); never more than the seeds.
     big = _spec(chunk_size=None, seeds=500, instance_seeds=tuple(range(20)))
-    assert big.chunk(big.agents[0], 64) == 4096 // 40 and _spec(chunk_size=None, seeds=12).chunk(auto.agents[1], 64) == 12
+    assert big.chunk(2 * 20, 64) == 4096 // 40 and _spec(chunk_size=None, seeds=12).chunk(2, 64) == 12
 
 
 def test_sweep_writes_table_curves_summary_and_refuses_other_configs(tmp_path):

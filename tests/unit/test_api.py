@@ -331,8 +331,13 @@ def test_a_fresh_agent_of_the_same_configuration_reuses_the_compiled_rollout():
     again = e2d.simulate(params, e2d.ucb(delta=0.05), horizon=15, num_seeds=3)
     assert again.compile_seconds == 0.0 and sim_module.compiled_cache_size() == size
     np.testing.assert_array_equal(first.result.regret, again.result.regret)
+    # Another number is the same program fed another input; another static option is another
+    # program.
     other = e2d.simulate(params, e2d.ucb(delta=0.2), horizon=15, num_seeds=3)
-    assert other.compile_seconds > 0  # another configuration is another program
+    assert other.compile_seconds == 0.0 and sim_module.compiled_cache_size() == size
+    assert not np.array_equal(other.result.info.status, np.full_like(other.result.info.status, 7))
+    anytime = e2d.simulate(params, e2d.ucb(delta="anytime"), horizon=15, num_seeds=3)
+    assert anytime.compile_seconds > 0 and sim_module.compiled_cache_size() == size + 1
     assert e2d.anytime_e2d(eps2_scale=0.5).config == e2d.anytime_e2d(eps2_scale=0.5).config
     assert e2d.anytime_e2d(eps2_scale=0.5).config != e2d.anytime_e2d(eps2_scale=0.25).config
 

@@ -8,6 +8,7 @@ import e2d_jax as e2d
 from e2d_jax.agents import e2d_linear
 from e2d_jax.envs import finite, linear
 from e2d_jax.experiments import registry
+from e2d_jax.sim.program import factory_program
 from e2d_jax.experiments.spec import SweepAgent, SweepSpec
 from e2d_jax.sim.rollout import check_agent
 from e2d_jax.types import ActInfo
@@ -95,15 +96,15 @@ CASES = [
      "option divergence applies to linear models only"),
     ("agent option that no agent reads", lambda: registry.agent_factory("ucb", horizon=5, options={"divergence": "kl"},
                                                                          family="linear"),
-     "unknown option divergence \\(valid: delta, radius, reg"),
+     "unknown option divergence \\(valid on linear models: delta, radius, reg"),
     ("ucb option delta that is not 'anytime'", lambda: registry.agent_factory("ucb", horizon=5, options={"delta": "nope"},
                                                                               family="linear"),
-     "agents\\[ucb\\]: option delta takes 'anytime'"),
+     "agents\\[ucb\\]: delta must be a number in \\(0, 1\\) or 'anytime'"),
     ("ucb@ an unknown parameter", lambda: registry.agent_factory("ucb@nope", horizon=5, family="linear"),
-     "agents\\[ucb@nope\\]: option delta takes 'anytime'"),
-    ("ucb@anytime with a grid over delta", lambda: registry.agent_factory("ucb@anytime", horizon=5,
-                                                                          family="linear")(delta=0.1),
-     "delta is 'anytime'"),
+     "agents: ucb@nope: unknown option 'nope' \\(choose from anytime"),
+    ("ucb@anytime with a grid over delta", lambda: factory_program(
+        registry.agent_factory("ucb@anytime", horizon=5, family="linear"), "linear", {"delta": [0.1]}),
+     "hparams: 'delta' is not a numeric hyperparameter of ucb \\(its numbers: reg"),
     ("ucb delta that is neither a number nor 'anytime'", lambda: e2d.ucb(delta="nope"), "delta"),
     ("sweep seeds = 0", lambda: SweepSpec(env="semi-bandit", agents=(SweepAgent.make("ucb"),), horizon=5, seeds=0),
      "seeds"),

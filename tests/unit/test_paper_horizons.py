@@ -6,6 +6,7 @@ import pytest
 
 from e2d_jax import _checks as V
 from e2d_jax.agents.e2d_linear import horizon_lambda
+from e2d_jax.dec import solvers as S
 from e2d_jax.experiments import registry
 from e2d_jax.experiments.spec import plan
 from e2d_jax.paper import horizons, presets
@@ -104,7 +105,7 @@ def test_the_preset_agents_environments_and_defaults():
         assert s.horizon == horizons.CPU_HORIZON and s.seeds == horizons.CPU_SEEDS
         assert [a.label for a in s.agents] == ["anytime-e2d", "e2d", "ids", "ucb", "ts"]
         # The E2D agents with the preset's solver, the others at the library's defaults.
-        assert [dict(a.options) for a in s.agents] == [{"solver": horizons.E2D_SOLVER}] * 2 + [{}] * 3
+        assert [dict(a.options) for a in s.agents] == [{"solver": S.resolve(horizons.E2D_SOLVER)}] * 2 + [{}] * 3
         assert not any(a.grid for a in s.agents)
         assert s.every == horizons.CPU_HORIZON // horizons.RECORDED
         assert s.x64  # float32 ridge statistics break down over these horizons (see the module docstring)
@@ -125,10 +126,10 @@ def test_the_last_decade_is_well_recorded(n):
 
 def test_e2d_is_tuned_for_the_runs_horizon():
     s = horizons.spec("semi-bandit", horizon=50_000, seeds=4)
-    program = next(p for p in plan(s, "linear", block=64).programs if p.label == "e2d")
-    assert program.cells["lam"] == pytest.approx([horizon_lambda(50_000)])
-    assert dict(registry.agent_program("e2d", horizon=50_000, family="linear").numbers)["lam"] == pytest.approx(
-        horizon_lambda(50_000))
+    program = next(p for p in plan(s, "linear", width=64).programs if p.label == "e2d")
+    assert program.numbers[:, program.program.names.index("lam")] == pytest.approx([horizon_lambda(50_000)])
+    agent = registry.agent_factory("e2d", horizon=50_000, family="linear")()
+    assert dict(agent.config.numbers)["lam"] == pytest.approx(horizon_lambda(50_000))
 
 
 def test_horizon_applies_to_horizons_only():
