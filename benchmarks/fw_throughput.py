@@ -79,14 +79,14 @@ MISSING_HINT = "they come with the test extra: pip install 'e2d_jax[test]'"
 
 
 def solver_table():
-    """``{name: (program, gap_type, {budget: solver value})}``; each name's first budget is the
-    one ``--budgets default`` and ``--quick`` run."""
+    """``{name: (program, gap_type, {budget: solver value})}``; each name's first budget is its
+    ``"default"``, the one ``--budgets default`` and ``--quick`` run."""
     from e2d_jax.dec.solvers import SOLVERS, FrankWolfeGrid, LambdaSearch, Saddle
 
     return {
-        "fw-grid": ("acdec", "delta_f", {"paper": SOLVERS["paper"], "default": FrankWolfeGrid()}),
-        "fw-offset": ("offset", "delta_f", {"100 steps": FrankWolfeGrid(maxiter=100, rtol=0.0, check_every=100),
-                                            "default": FrankWolfeGrid()}),
+        "fw-grid": ("acdec", "delta_f", {"default": FrankWolfeGrid(), "paper": SOLVERS["paper"]}),
+        "fw-offset": ("offset", "delta_f", {"default": FrankWolfeGrid(),
+                                            "100 steps": FrankWolfeGrid(maxiter=100, rtol=0.0, check_every=100)}),
         "saddle-offset": ("offset", "delta_f", {"default": Saddle(), "maxiter=500": Saddle(maxiter=500)}),
         "saddle-acdec": ("acdec", "delta_f", {"default": Saddle(), "maxiter=500": Saddle(maxiter=500)}),
         "lambda-search": ("acdec", "delta", {"default": LambdaSearch(),
@@ -374,12 +374,25 @@ def machine():
     return name
 
 
+#: What the columns of a row mean (``--help`` and the printout's legend).
+COLUMNS = """columns: compile_s = seconds to compile the batched solver (ahead of time); solves/s = problems /
+median wall time of all calls; it mean = iterations per problem (mean); it batch = mean over calls of
+the slowest problem's iterations (a vmapped while loop executes that many for the whole batch);
+us/lane-it = microseconds per executed lane-iteration (wall time / sum over calls of batch x it batch);
+gap p50, gap p90 = median and 90th percentile of the certified RELATIVE gap gap / |value|; OK = fraction
+of problems with status OK (certified gap <= rtol |value| + atol, the solver's own tolerance: 1e-3
+relative at the defaults, 0 for the fixed budgets "paper" and "100 steps", which therefore report MAX_ITER)"""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    description = " ".join(__doc__.split("\n\n")[0].split())
+    ap = argparse.ArgumentParser(description=description, epilog=COLUMNS,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated subset of " + ", ".join(SHAPES))
     ap.add_argument("--batches", default="1,10,100,1000", help="batch sizes, comma-separated")
     ap.add_argument("--solvers", default=None, help="comma-separated subset of the solver names (default: all)")
-    ap.add_argument("--budgets", default="all", choices=("all", "default"), help="every budget or each solver's first")
+    ap.add_argument("--budgets", default="all", choices=("all", "default"),
+                    help="every budget of each solver, or only its default (the first in its rows)")
     ap.add_argument("--problems", type=int, default=100, help="problems the small batches solve (at most)")
     ap.add_argument("--max-seconds", type=float, default=10.0, help="skip a batch whose pass would take longer")
     ap.add_argument("--repeats", type=int, default=3)
@@ -426,6 +439,7 @@ def main(argv=None):
     else:
         print(f"reference oracles: cvxpy {versions['cvxpy']} (Clarabel) and scipy {versions['scipy']}, "
               f"on the first {args.reference_problems} problems", flush=True)
+    print(COLUMNS, flush=True)
     for shape in shapes:
         args.current_shape = shape
         probs = Problems(shape, max(args.problems, batches[-1], args.reference_problems), args.seed)

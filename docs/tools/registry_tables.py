@@ -53,10 +53,10 @@ def _link(fn, call: str = "") -> str:
 
 def builder_function(entry):
     """The library function that builds an environment's instances: the entry's builder, or
-    the one an adapter of the registry calls (``module.function`` read from its code)."""
-    registry = _registry()
+    the one an adapter of the catalogue calls (``module.function`` read from its code)."""
     fn = entry.builder
-    if getattr(fn, "__module__", None) != registry.__name__:
+    if getattr(fn, "__module__", "").startswith("e2d_jax.envs") or not \
+            getattr(fn, "__module__", "").startswith("e2d_jax."):
         return fn
     names = fn.__code__.co_names
     called = [getattr(fn.__globals__.get(mod), attr, None) for mod, attr in zip(names, names[1:])
@@ -84,31 +84,47 @@ def environments_table() -> str:
     return "\n".join(rows)
 
 
-def _python(made, horizon: int) -> str:
-    factory = getattr(made, "factory", made)  # an AgentProgram's factory, or the factory itself
+def _python(entry, factory) -> str:
+    """The Python call of an agent: its front (the function that runs on every family) with
+    the keyword arguments its name sets, e.g. ``e2d_jax.fixed_horizon_e2d(horizon=n)``."""
     fn, keywords = (factory.func, factory.keywords) if isinstance(factory, functools.partial) else (factory, {})
+    fn = entry.front or fn
     shown = {HORIZON: "n", SENTINEL: "N"}
     call = f"(horizon={shown.get(keywords['horizon'], keywords['horizon'])})" if "horizon" in keywords else ""
     return _link(fn, call)
 
 
+def _family(entry, families) -> str:
+    # The finite family's factory where there is one: there E2D's tuning horizon stays a
+    # keyword (on linear models it becomes the number lambda_N, a cell of one program).
+    return "finite" if "finite" in families else families[0]
+
+
 def agent_rows(registry) -> list[tuple[str, str, str, tuple, str]]:
     """``(name as written, registered name, Python, families, help)`` per registered agent, and
     one more row for a name that carries a horizon (``e2d-nN``)."""
+    from e2d_jax.envs.family import FAMILIES
+
     rows = []
     for name, entry in registry.AGENTS.items():
-        families = entry.families or registry.FAMILIES
-        # The finite family's entry where there is one: there E2D's tuning horizon stays a
-        # keyword (on linear models it becomes the number lambda_N, a cell of one program).
-        family = "finite" if "finite" in families else families[0]
-        request = registry.AgentRequest(name, None, HORIZON, {}, family)
-        rows.append((name, name, _python(entry.make(request), HORIZON), families, entry.help))
+        families = entry.families() or FAMILIES
+        family = _family(entry, families)
+        factory = registry.parse_agent(name).factory({}, family, HORIZON)
+        rows.append((name, name, _python(entry, factory), families, entry.help))
         alias = registry.agent_label(name, str(SENTINEL))
-        if entry.takes_param and alias != f"{name}@{SENTINEL}":
-            request = registry.AgentRequest(name, str(SENTINEL), HORIZON, {}, family)
-            rows.append((alias.replace(str(SENTINEL), "N"), name, _python(entry.make(request), HORIZON), families,
+        if entry.param is not None and alias != f"{name}@{SENTINEL}":
+            factory = registry.parse_agent(alias).factory({}, family, HORIZON)
+            rows.append((alias.replace(str(SENTINEL), "N"), name, _python(entry, factory), families,
                          f"`{name}@N`, named as every output names it"))
     return rows
+
+
+def hyperparameters(registry, name: str, family: str) -> tuple:
+    """The numeric hyperparameters a grid over agent ``name`` may vary on ``family``."""
+    from e2d_jax.sim.program import factory_program
+
+    program, _ = factory_program(registry.parse_agent(name).factory({}, family, HORIZON), family)
+    return program.names
 
 
 def agents_table() -> str:
@@ -116,7 +132,7 @@ def agents_table() -> str:
     registry = _registry()
     out = ["| name | Python | runs on | grid hyperparameters | what it is |", "|---|---|---|---|---|"]
     for name, base, python, families, help in agent_rows(registry):
-        grids = {f: registry.hyperparameters(base, f) or () for f in families}
+        grids = {f: hyperparameters(registry, base, f) for f in families}
         if len(set(grids.values())) == 1:
             grid = ", ".join(f"`{h}`" for h in next(iter(grids.values()))) or "none"
         else:

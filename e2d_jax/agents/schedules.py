@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -65,7 +66,10 @@ def check_schedule(schedule, family: str) -> None:
                          f"got {type(schedule).__name__}")
     t = np.arange(1, 11, dtype=np.float64)
     try:
-        values = np.asarray(schedule(t), np.float64)
+        # Evaluated now even when the agent is built inside a compiled program (the simulator
+        # builds it there with traced numbers): the schedule's jnp operations on t are constants.
+        with jax.ensure_compile_time_eval():
+            values = np.asarray(schedule(t), np.float64)
     except Exception as err:  # noqa: BLE001 - any failure is reported with the argument's name
         raise ValueError(f"eps2_schedule must be a callable t -> eps_t^2 of the round t (an array); "
                          f"calling it on t = 1..10 failed: {type(err).__name__}: {err}") from None

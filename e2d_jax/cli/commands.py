@@ -38,10 +38,12 @@ import dataclasses
 import errno
 import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import jax
@@ -51,7 +53,7 @@ from e2d_jax import _checks as V
 from e2d_jax.agents.schedules import LINEAR_SCHEDULES
 from e2d_jax.dec.solvers import SOLVERS
 from e2d_jax.experiments import registry, storage
-from e2d_jax.experiments.executors import make_executor
+from e2d_jax.experiments.executors import EXECUTORS, make_executor
 from e2d_jax.experiments.figures import draw as draw_figures
 from e2d_jax.experiments.runner import collect_stored, run_sweep
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepError, SweepSpec, load_toml
@@ -59,7 +61,7 @@ from e2d_jax.experiments.work import INTERRUPTED, Interrupted
 from e2d_jax.paper import horizons, linear_bounds, presets, zoo
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
-from e2d_jax.sim.results import FLAGGED_WARNING
+from e2d_jax.sim.results import FLAGGED_WARNING, FlaggedRoundsWarning, flagged_agents, flagged_message
 from e2d_jax.sim.simulate import enable_compilation_cache
 from e2d_jax.types import DIVERGENCES, GAP_TYPES
 from e2d_jax.version import __version__
@@ -202,7 +204,7 @@ def _common(p, out_default=None):
     p.add_argument("--diagnostics", action="store_true",
                    help="also keep every agent's per-round info at the recorded rounds (diagnostics.npz); by "
                         "default only per-seed summaries and regret curves are stored")
-    p.add_argument("--executor", choices=["local", "ray"], default="local",
+    p.add_argument("--executor", choices=list(EXECUTORS), default="local",
                    help="where the work units run: this machine's devices, or Ray tasks (a local Ray instance "
                         "unless --address; pip install 'e2d_jax[ray]')")
     p.add_argument("--address", default=None,
@@ -244,10 +246,24 @@ def _agent_flags(p):
                         "span; the default), dim (d/t, the paper's experiments) or rank-log (r(1+log t)/t)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line naming the flag (``e2d-jax run: error:
+    argument --horizon: ...``) and the way to the help, without the usage block first."""
+
+    def error(self, message):
+        message = re.sub(r"^argument (--[\w-]+): \1 ", r"\1 ", message)  # a flag's own message names it
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+#: What ``e2d-jax --help`` says first.
+DESCRIPTION = ("Anytime-E2D, E2D, IDS, UCB and Thompson sampling over many seeds: every command writes per-seed "
+               "tables, curves, a summary and figures into its output directory, resumable chunk by chunk.")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="e2d-jax", description=__doc__.split("\n")[0], formatter_class=_Formatter)
+    parser = _Parser(prog="e2d-jax", description=DESCRIPTION, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate agents over many seeds on one instance", formatter_class=_Formatter)
     envs = "; ".join(f"{k} ({v.help})" for k, v in sorted(registry.ENVIRONMENTS.items()))
     agents = "; ".join(f"{k} ({v.help})" for k, v in sorted(registry.AGENTS.items()))
@@ -263,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--instance-seed", type=_nonneg_int("--instance-seed"), default=0, help="seed of the random instance")
     run.add_argument("--horizon", type=_positive_int("--horizon"), required=True, help="rounds n")
     run.add_argument("--seeds", type=_positive_int("--seeds"), default=100, help="number of runs")
-    run.add_argument("--seed", type=_nonneg_int("--seed"), default=0, help="master seed (see e2d_jax.run_keys)")
+    run.add_argument("--seed", type=_nonneg_int("--seed"), default=0,
+                     help="master seed: run i of the seeds uses a key folded from it and i (e2d_jax.sim.rollout.run_keys)")
     run.add_argument("--agents", default=DEFAULT_AGENTS,
                      help=f"comma-separated; name[@param], e2d-nN or module:attribute of an agent factory: {agents}")
     run.add_argument("--record-every", type=_positive_int("--record-every"), default=None,
@@ -387,7 +404,13 @@ def invalid_seeds_message(cells: dict) -> str | None:
 RATE_HEADER = "seed-rounds/s (per call)"
 
 
-def _report(summary: dict, out: Path) -> int:
+#: How each command can certify more rounds (only options it takes); none for reproduce, whose
+#: presets fix the agents' solvers (summary.json has the certified gaps).
+FLAGGED_ADVICE = {"run": "a larger budget (--solver-iters) certifies more of them",
+                  "sweep": "a larger budget (solver_iters in the agent's [[agents]] table) certifies more of them"}
+
+
+def _report(summary: dict, out: Path, command: str = "run") -> int:
     """Prints the summary table (and a warning line per agent whose solver flagged more than
     ``FLAGGED_WARNING`` of its rounds); returns 3 if a cell has invalid seeds."""
     conv = summary.get("conventions")
@@ -433,26 +456,14 @@ def _report(summary: dict, out: Path) -> int:
     if len(seen) < len(cells):
         print("  (seed-rounds/s per compiled call, on its first cell: the cells of an agent's grid, and agents that "
               "differ only in numbers, run in one call; the rate counts the seed-rounds of all of them)")
-    for agent, fraction in _flagged(cells).items():
-        print(f"e2d-jax: warning: {agent}: {fraction:.0%} of the rounds are flagged (certified gap above the "
-              "solver's tolerance); a larger budget (--solver-iters) certifies more of them", file=sys.stderr,
+    for agent, fraction in flagged_agents(cells).items():
+        print(f"e2d-jax: warning: {flagged_message(agent, fraction, FLAGGED_ADVICE.get(command))}", file=sys.stderr,
               flush=True)
     message = invalid_seeds_message(cells)
     if message:
         print(message + " Exit status 3.", file=sys.stderr, flush=True)
         return 3
     return 0
-
-
-def _flagged(cells: dict) -> dict:
-    """``{agent: flagged fraction}`` of the agents whose solver flagged more than
-    ``FLAGGED_WARNING`` of their rounds (over all their cells)."""
-    by_agent: dict = {}
-    for c in cells.values():
-        fraction = (c.get("solver") or {}).get("flagged_fraction")
-        if fraction is not None:
-            by_agent.setdefault(c["agent"], []).append(fraction)
-    return {a: float(np.mean(f)) for a, f in by_agent.items() if np.mean(f) > FLAGGED_WARNING}
 
 
 def _percent(x, width: int) -> str:
@@ -464,6 +475,7 @@ def _executor(args):
 
 
 def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
+    command = args.command
     if args.diagnostics and not spec.diagnostics:
         spec = dataclasses.replace(spec, diagnostics=True)
     summary = run_sweep(spec, out, resume=args.resume, overwrite=args.overwrite,
@@ -474,7 +486,7 @@ def _execute(spec, out: Path, args, executor=None) -> tuple[dict, int]:
               f"units of the sweep are done in {out}. The tables and figures are written by the part that "
               f"finishes last, or by `e2d-jax plot {out}` once all parts are done.")
         return summary, 0
-    return summary, _report(summary, out)
+    return summary, _report(summary, out, command)
 
 
 def _reproduce_specs(args) -> list:
@@ -588,7 +600,10 @@ def _main(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return _dispatch(args)
+        with warnings.catch_warnings():
+            # The command line says it in its own words, with the flags that apply.
+            warnings.simplefilter("ignore", FlaggedRoundsWarning)
+            return _dispatch(args)
     except (KeyboardInterrupt, Interrupted):
         print(_INTERRUPTED, file=sys.stderr, flush=True)
         return 130

@@ -206,337 +206,427 @@ class _SolverState(NamedTuple):
     aux: tuple  # the exact form's (lambda, value) at best_mu; () for the offset form
 
 
-def _make_kernel(spec: _Spec):
-    """The kernel ``(model_ref, round_ref, out_ref, iout_ref)`` of one block of problems."""
-    lay = _Layout(spec.num_actions, spec.rank)
-    k_num, kp, r_num = lay.k, lay.kp, lay.r
-    dtype = np.dtype(spec.dtype)
-    eps_m = jnp.finfo(dtype).eps
-    tiny = jnp.finfo(dtype).tiny
-    coords = range(r_num)
-    lower_pairs = [(i, j) for i in coords for j in range(i + 1)]
-    check_every = max(1, min(spec.check_every, spec.maxiter))
-    n_checks = max(1, -(-spec.maxiter // check_every))
+class _Block:
+    """One program of the kernel: its block of B problems, the reductions over their actions,
+    their data, and V(mu)'s factorisation and solves.
 
-    def kernel(model_ref, round_ref, out_ref, iout_ref):
-        block = model_ref.shape[-1]
-        iota = lax.broadcasted_iota(jnp.int32, (kp, block), 0)
-        real = iota < k_num  # the padded actions: no mass, never a max or a min
-        zeros = jnp.zeros((kp, block), dtype)
-        full = lambda v: jnp.full((block,), v, dtype)  # noqa: E731
-        tile = lambda ref, start: ref[pl.ds(start, kp), :]  # noqa: E731
-        row = lambda ref, f: ref[f, :]  # noqa: E731
+    Vectors over the actions are (Kp, B) arrays, numbers (B,); the padded actions (rows K..Kp)
+    are masked out of every maximum, minimum and argmax (``real``) and hold zeros otherwise.
+    """
 
-        # ---- reductions over the actions (axis 0), NaN-propagating and blind to the padding
-        def rsum(x):
-            return jnp.sum(x, axis=0)
+    def __init__(self, spec: _Spec, model_ref, round_ref):
+        self.spec, self.model_ref, self.round_ref = spec, model_ref, round_ref
+        self.lay = lay = _Layout(spec.num_actions, spec.rank)
+        self.k, self.kp, self.r = lay.k, lay.kp, lay.r
+        self.dtype = np.dtype(spec.dtype)
+        self.eps_m = jnp.finfo(self.dtype).eps
+        self.tiny = jnp.finfo(self.dtype).tiny
+        self.coords = range(self.r)
+        self.lower_pairs = [(i, j) for i in self.coords for j in range(i + 1)]
+        self.block = model_ref.shape[-1]
+        self.iota = lax.broadcasted_iota(jnp.int32, (self.kp, self.block), 0)
+        self.real = self.iota < self.k  # the padded actions: no mass, never a max or a min
+        self.zeros = jnp.zeros((self.kp, self.block), self.dtype)
 
-        def has_nan(x):
-            return jnp.max((real & jnp.isnan(x)).astype(jnp.int32), axis=0) > 0
+    def full(self, value):
+        return jnp.full((self.block,), value, self.dtype)
 
-        def rmax(x):
-            top = jnp.max(jnp.where(real, x, -jnp.inf), axis=0)
-            return jnp.where(has_nan(x), jnp.nan, top)
+    def tile(self, ref, start):
+        return ref[pl.ds(start, self.kp), :]
 
-        def rmin(x):
-            low = jnp.min(jnp.where(real, x, jnp.inf), axis=0)
-            return jnp.where(has_nan(x), jnp.nan, low)
+    @staticmethod
+    def row(ref, f):
+        return ref[f, :]
 
-        def argmax_first(x, valid):
-            """(max, index) over the valid actions with jnp.argmax's rules: the first maximum,
-            and a NaN (the first one) above everything."""
-            nan = valid & jnp.isnan(x)
-            xs = jnp.where(valid & ~nan, x, -jnp.inf)
-            top = jnp.max(xs, axis=0)
-            first_top = jnp.min(jnp.where(valid & ~nan & (xs == top), iota, kp), axis=0)
-            first_nan = jnp.min(jnp.where(nan, iota, kp), axis=0)
-            any_nan = first_nan < kp
-            return jnp.where(any_nan, jnp.nan, top), jnp.where(any_nan, first_nan, first_top)
+    # ---- reductions over the actions (axis 0), NaN-propagating and blind to the padding
+    @staticmethod
+    def rsum(x):
+        return jnp.sum(x, axis=0)
 
-        def pick(x, index):
-            """x[index] per problem (one nonzero term in the sum: exact)."""
-            return rsum(jnp.where(iota == index, x, 0.0))
+    def has_nan(self, x):
+        return jnp.max((self.real & jnp.isnan(x)).astype(jnp.int32), axis=0) > 0
 
-        def problem_tiles():
-            # Read where used (inside the loops), so the data need not stay in registers.
-            phi = [tile(model_ref, lay.phi + i * kp) for i in coords]
-            gram = [tile(model_ref, lay.gram + t * kp) for t in range(lay.tri)]
-            null = [row(model_ref, lay.null + t) for t in range(lay.tri)]
-            # r_b = <phi_b, f_hat> here rather than by XLA's matrix-vector product, whose
-            # rounding may depend on the batch around it.
-            rew = functools.reduce(lambda acc, i: acc + phi[i] * row(round_ref, lay.f_hat + i), coords[1:],
-                                   phi[0] * row(round_ref, lay.f_hat))
-            return phi, gram, null, rew
+    def rmax(self, x):
+        top = jnp.max(jnp.where(self.real, x, -jnp.inf), axis=0)
+        return jnp.where(self.has_nan(x), jnp.nan, top)
 
-        # ---- V(mu), its unrolled Cholesky factor and solves (as e2d_jax._linalg.psd_solve)
-        def norms(gram, null, mu, cols):
-            """w_i = (V(mu)^{-1} X^T)_i (r tiles) and c_b = <w_b, x_b> for columns x_b (tiles by
-            coordinate; zero on padded actions, so is w there)."""
-            v = {(i, j): rsum(mu * gram[lay.t(i, j)]) + null[lay.t(i, j)] for i, j in lower_pairs}
-            diag = functools.reduce(_max2, [v[i, i] for i in coords])
-            floor = eps_m * r_num * diag
-            low = {}
-            for j in coords:
-                s = v[j, j]
+    def rmin(self, x):
+        low = jnp.min(jnp.where(self.real, x, jnp.inf), axis=0)
+        return jnp.where(self.has_nan(x), jnp.nan, low)
+
+    def argmax_first(self, x, valid):
+        """(max, index) over the valid actions with jnp.argmax's rules: the first maximum,
+        and a NaN (the first one) above everything."""
+        iota, kp = self.iota, self.kp
+        nan = valid & jnp.isnan(x)
+        xs = jnp.where(valid & ~nan, x, -jnp.inf)
+        top = jnp.max(xs, axis=0)
+        first_top = jnp.min(jnp.where(valid & ~nan & (xs == top), iota, kp), axis=0)
+        first_nan = jnp.min(jnp.where(nan, iota, kp), axis=0)
+        any_nan = first_nan < kp
+        return jnp.where(any_nan, jnp.nan, top), jnp.where(any_nan, first_nan, first_top)
+
+    def pick(self, x, index):
+        """x[index] per problem (one nonzero term in the sum: exact)."""
+        return self.rsum(jnp.where(self.iota == index, x, 0.0))
+
+    def onehot(self, index):
+        return jnp.where(self.iota == index, 1.0, self.zeros)
+
+    # ---- the problems' data
+    def problem_tiles(self):
+        """(phi (r tiles), gram (T tiles), null (T rows), rewards r_b), read where used (inside
+        the loops), so the data need not stay in registers."""
+        lay, kp, model_ref, round_ref = self.lay, self.kp, self.model_ref, self.round_ref
+        phi = [self.tile(model_ref, lay.phi + i * kp) for i in self.coords]
+        gram = [self.tile(model_ref, lay.gram + t * kp) for t in range(lay.tri)]
+        null = [self.row(model_ref, lay.null + t) for t in range(lay.tri)]
+        # r_b = <phi_b, f_hat> here rather than by XLA's matrix-vector product, whose
+        # rounding may depend on the batch around it.
+        rew = self.combine(phi, [self.row(round_ref, lay.f_hat + i) for i in self.coords])
+        return phi, gram, null, rew
+
+    def combine(self, tiles, coefficients):
+        """sum_i coefficients_i tiles_i, in the coordinates' order."""
+        return functools.reduce(lambda acc, i: acc + tiles[i] * coefficients[i], self.coords[1:],
+                                tiles[0] * coefficients[0])
+
+    # ---- V(mu), its unrolled Cholesky factor and solves (as e2d_jax._linalg.psd_solve)
+    def cholesky(self, gram, null, mu):
+        """The lower factor of V(mu) = sum_pi mu_pi G_pi + null_proj, ``{(i, j): (B,)}``, its
+        pivots floored at eps r max diag (``_linalg.psd_solve``'s floor)."""
+        v = {(i, j): self.rsum(mu * gram[self.lay.t(i, j)]) + null[self.lay.t(i, j)] for i, j in self.lower_pairs}
+        diag = functools.reduce(_max2, [v[i, i] for i in self.coords])
+        floor = self.eps_m * self.r * diag
+        low = {}
+        for j in self.coords:
+            s = v[j, j]
+            for k in range(j):
+                s = s - low[j, k] * low[j, k]
+            low[j, j] = jnp.sqrt(_max2(s, floor))
+            for i in range(j + 1, self.r):
+                s = v[i, j]
                 for k in range(j):
-                    s = s - low[j, k] * low[j, k]
-                low[j, j] = jnp.sqrt(_max2(s, floor))
-                for i in range(j + 1, r_num):
-                    s = v[i, j]
-                    for k in range(j):
-                        s = s - low[i, k] * low[j, k]
-                    low[i, j] = s / low[j, j]
-            y = []
-            for i in coords:
-                s = cols[i]
-                for k in range(i):
-                    s = s - low[i, k] * y[k]
-                y.append(s / low[i, i])
-            w = [None] * r_num
-            for i in reversed(coords):
-                s = y[i]
-                for k in range(i + 1, r_num):
-                    s = s - low[k, i] * w[k]
-                w[i] = s / low[i, i]
-            c = functools.reduce(lambda acc, i: acc + w[i] * cols[i], coords[1:], w[0] * cols[0])
-            return w, c
+                    s = s - low[i, k] * low[j, k]
+                low[i, j] = s / low[j, j]
+        return low
 
-        def info_gradient(gram, w, weights):
-            """-<G_pi, W diag(weights) W^T> for every pi (``dec.linear.info_gradient``), (Kp, B)."""
-            total = None
-            for i, j in lower_pairs:
-                q = rsum((w[i] * w[j]) * weights)
-                term = gram[lay.t(i, j)] * q
-                term = term if i == j else 2.0 * term  # symmetric: (i, j) and (j, i)
-                total = term if total is None else total + term
-            return -total
+    def solve(self, low, cols):
+        """V^{-1} X^T by the factor ``low``: forward, then back substitution (r tiles)."""
+        y = []
+        for i in self.coords:
+            s = cols[i]
+            for k in range(i):
+                s = s - low[i, k] * y[k]
+            y.append(s / low[i, i])
+        w = [None] * self.r
+        for i in reversed(self.coords):
+            s = y[i]
+            for k in range(i + 1, self.r):
+                s = s - low[k, i] * w[k]
+            w[i] = s / low[i, i]
+        return w
 
-        # ---- the problems: gradients and certificates (dec.linear._exact_problem / _offset_problem)
-        param = row(round_ref, lay.param)
-        if spec.form == "acdec":
-            eps2 = param
-            eps = jnp.sqrt(_max2(eps2, full(0.0)))
+    def norms(self, gram, null, mu, cols):
+        """w_i = (V(mu)^{-1} X^T)_i (r tiles) and c_b = <w_b, x_b> for columns x_b (tiles by
+        coordinate; zero on padded actions, so is w there)."""
+        w = self.solve(self.cholesky(gram, null, mu), cols)
+        return w, self.combine(w, cols)
 
-            def max_sqrt_mixture(a, c):
-                """max over omega of omega.a + eps sqrt(omega.c): the best point of each segment
-                between two actions (pairs i < j in row order, then the vertices; the first
-                maximum wins, as in ``dec.linear.max_sqrt_mixture``). Returns (value, omega, y)."""
-                root_c = eps * jnp.sqrt(_max2(c, zeros))
+    def info_gradient(self, gram, w, weights):
+        """-<G_pi, W diag(weights) W^T> for every pi (``dec.linear.info_gradient``), (Kp, B)."""
+        total = None
+        for i, j in self.lower_pairs:
+            q = self.rsum((w[i] * w[j]) * weights)
+            term = gram[self.lay.t(i, j)] * q
+            term = term if i == j else 2.0 * term  # symmetric: (i, j) and (j, i)
+            total = term if total is None else total + term
+        return -total
 
-                def row_of_pairs(i, best):
-                    a_i, c_i, rc_i = pick(a, i), pick(c, i), pick(root_c, i)
-                    dx, dy = a - a_i, c - c_i
-                    interior = dx * dy < 0
-                    sdx = jnp.where(interior, dx, 1.0)
-                    sdy = jnp.where(interior, dy, 1.0)
-                    q = eps * sdy / (2.0 * sdx)
-                    y_star = q * q
-                    t_stat = jnp.where(interior, _min2(_max2((y_star - c_i) / sdy, zeros), zeros + 1.0), 0.0)
-                    t_end = jnp.where(a + root_c > a_i + rc_i, 1.0, zeros)
-                    t = jnp.where(interior, t_stat, t_end)
-                    y = _max2(c_i + t * dy, zeros)
-                    val = a_i + t * dx + eps * jnp.sqrt(y)
-                    v_row, j_row = argmax_first(val, real & (iota > i))
-                    cand = (v_row, jnp.full((block,), i, jnp.int32), j_row, pick(t, j_row), pick(y, j_row))
-                    better = (i == 0) | (v_row > best[0]) | (jnp.isnan(v_row) & ~jnp.isnan(best[0]))
-                    return _select(better, cand, best)
 
-                none = jnp.zeros((block,), jnp.int32)
-                best = (full(-jnp.inf), none, none, full(0.0), full(0.0))
-                best = lax.fori_loop(0, k_num - 1, row_of_pairs, best)
-                # the vertices: t = 0 and y = max(c_b, 0)
-                v_vert, b_vert = argmax_first(a + root_c, real)
-                cand = (v_vert, b_vert, b_vert, full(0.0), pick(_max2(c, zeros), b_vert))
-                better = (v_vert > best[0]) | (jnp.isnan(v_vert) & ~jnp.isnan(best[0]))
-                value, bi, bj, t, y = _select(better, cand, best)
-                omega = (1.0 - t) * jnp.where(iota == bi, 1.0, zeros) + t * jnp.where(iota == bj, 1.0, zeros)
-                return value, omega, y
+class _ExactForm:
+    """The ac-DEC's exact form L(mu, omega) = omega.a(mu) + eps sqrt(omega.c(mu)): gradients and
+    certificate (``dec.linear._exact_problem``); ``aux`` is (lambda*(mu), psi) at the best mu."""
 
-            def grads(mu, om):
-                phi, gram, null, rew = problem_tiles()
-                w, c = norms(gram, null, mu, phi)
-                root = jnp.sqrt(rsum(om * c))
-                coef = eps / (2.0 * root)
-                g_mu = jnp.where(real, -rew + coef * info_gradient(gram, w, om), 0.0)
-                g_om = jnp.where(real, rew + eps * c / (2.0 * root), 0.0)
-                return g_mu, g_om
+    def __init__(self, blk: _Block):
+        self.blk = blk
+        self.param = blk.row(blk.round_ref, blk.lay.param)
+        self.eps2 = self.param
+        self.eps = jnp.sqrt(_max2(self.eps2, blk.full(0.0)))
+        self.aux0 = (blk.full(jnp.nan), blk.full(jnp.nan))
 
-            def certificate(mu, om):
-                phi, gram, null, rew = problem_tiles()
-                w, c = norms(gram, null, mu, phi)
-                a = rew - rsum(mu * rew)
-                upper, om_star, y = max_sqrt_mixture(a, c)
-                lower = full(-jnp.inf)
-                for o in (om, om_star):
-                    root = jnp.sqrt(rsum(o * c))
-                    coef = eps / (2.0 * root)
-                    g = -rew + coef * info_gradient(gram, w, o)
-                    lagr = rsum(o * a) + eps * root
-                    lower = _max2(lower, lagr + rmin(g) - rsum(jnp.where(real, g, 0.0) * mu))
-                lam = jnp.sqrt(y) / (2.0 * eps)
-                value = rmax(a + c / (4.0 * lam)) + lam * eps2
-                return upper, lower, (lam, value)
+    def max_sqrt_mixture(self, a, c):
+        """max over omega of omega.a + eps sqrt(omega.c): the best point of each segment
+        between two actions (pairs i < j in row order, then the vertices; the first maximum
+        wins, as in ``dec.linear.max_sqrt_mixture``). Returns (value, omega, y)."""
+        blk, eps = self.blk, self.eps
+        zeros, iota = blk.zeros, blk.iota
+        root_c = eps * jnp.sqrt(_max2(c, zeros))
 
-            aux0 = (full(jnp.nan), full(jnp.nan))
+        def row_of_pairs(i, best):
+            a_i, c_i, rc_i = blk.pick(a, i), blk.pick(c, i), blk.pick(root_c, i)
+            dx, dy = a - a_i, c - c_i
+            interior = dx * dy < 0
+            sdx = jnp.where(interior, dx, 1.0)
+            sdy = jnp.where(interior, dy, 1.0)
+            q = eps * sdy / (2.0 * sdx)
+            y_star = q * q
+            t_stat = jnp.where(interior, _min2(_max2((y_star - c_i) / sdy, zeros), zeros + 1.0), 0.0)
+            t_end = jnp.where(a + root_c > a_i + rc_i, 1.0, zeros)
+            t = jnp.where(interior, t_stat, t_end)
+            y = _max2(c_i + t * dy, zeros)
+            val = a_i + t * dx + eps * jnp.sqrt(y)
+            v_row, j_row = blk.argmax_first(val, blk.real & (iota > i))
+            cand = (v_row, jnp.full((blk.block,), i, jnp.int32), j_row, blk.pick(t, j_row), blk.pick(y, j_row))
+            better = (i == 0) | (v_row > best[0]) | (jnp.isnan(v_row) & ~jnp.isnan(best[0]))
+            return _select(better, cand, best)
+
+        none = jnp.zeros((blk.block,), jnp.int32)
+        best = (blk.full(-jnp.inf), none, none, blk.full(0.0), blk.full(0.0))
+        best = lax.fori_loop(0, blk.k - 1, row_of_pairs, best)
+        # the vertices: t = 0 and y = max(c_b, 0)
+        v_vert, b_vert = blk.argmax_first(a + root_c, blk.real)
+        cand = (v_vert, b_vert, b_vert, blk.full(0.0), blk.pick(_max2(c, zeros), b_vert))
+        better = (v_vert > best[0]) | (jnp.isnan(v_vert) & ~jnp.isnan(best[0]))
+        value, bi, bj, t, y = _select(better, cand, best)
+        return value, (1.0 - t) * blk.onehot(bi) + t * blk.onehot(bj), y
+
+    def grads(self, mu, om):
+        blk, eps = self.blk, self.eps
+        phi, gram, null, rew = blk.problem_tiles()
+        w, c = blk.norms(gram, null, mu, phi)
+        root = jnp.sqrt(blk.rsum(om * c))
+        coef = eps / (2.0 * root)
+        g_mu = jnp.where(blk.real, -rew + coef * blk.info_gradient(gram, w, om), 0.0)
+        g_om = jnp.where(blk.real, rew + eps * c / (2.0 * root), 0.0)
+        return g_mu, g_om
+
+    def certificate(self, mu, om):
+        blk, eps = self.blk, self.eps
+        phi, gram, null, rew = blk.problem_tiles()
+        w, c = blk.norms(gram, null, mu, phi)
+        a = rew - blk.rsum(mu * rew)
+        upper, om_star, y = self.max_sqrt_mixture(a, c)
+        lower = blk.full(-jnp.inf)
+        for o in (om, om_star):
+            root = jnp.sqrt(blk.rsum(o * c))
+            coef = eps / (2.0 * root)
+            g = -rew + coef * blk.info_gradient(gram, w, o)
+            lagr = blk.rsum(o * a) + eps * root
+            lower = _max2(lower, lagr + blk.rmin(g) - blk.rsum(jnp.where(blk.real, g, 0.0) * mu))
+        lam = jnp.sqrt(y) / (2.0 * eps)
+        value = blk.rmax(a + c / (4.0 * lam)) + lam * self.eps2
+        return upper, lower, (lam, value)
+
+    def answer(self, state):
+        """(lambda, value) of the answer: lambda*(mu) and psi at the best mu."""
+        return state.aux
+
+
+class _OffsetForm:
+    """The offset DEC's L(mu, omega) = sum_b omega_b h_b(mu) at a fixed lambda: gradients and
+    certificate (``dec.linear._offset_problem``), gaps Delta_f or Delta."""
+
+    def __init__(self, blk: _Block):
+        self.blk = blk
+        self.param = blk.row(blk.round_ref, blk.lay.param)
+        self.four_lam = 4.0 * self.param
+        self.aux0 = ()
+
+    def pieces(self, mu):
+        """h(mu) (Kp, B) and ``grad(weights)``: the gradient of sum_b weights_b h_b at mu."""
+        blk = self.blk
+        real = blk.real
+        phi, gram, null, rew = blk.problem_tiles()
+        if blk.spec.gap_type == "delta_f":
+            cols = phi
         else:
-            four_lam = 4.0 * param
+            cols = [jnp.where(real, phi[i] - blk.rsum(mu * phi[i]), 0.0) for i in blk.coords]
+        w, c = blk.norms(gram, null, mu, cols)
+        h = rew - blk.rsum(mu * rew) + c / self.four_lam
 
-            def pieces(mu):
-                phi, gram, null, rew = problem_tiles()
-                if spec.gap_type == "delta_f":
-                    cols = phi
-                else:
-                    cols = [jnp.where(real, phi[i] - rsum(mu * phi[i]), 0.0) for i in coords]
-                w, c = norms(gram, null, mu, cols)
-                h = rew - rsum(mu * rew) + c / four_lam
+        def grad(weights):
+            ig = blk.info_gradient(gram, w, weights)
+            if blk.spec.gap_type != "delta_f":
+                # c_b = x_b^T V^{-1} x_b with x_b = phi_b - phi_mu: d/dmu_pi adds
+                # -2 phi_pi^T V^{-1} x_b to the Delta_f term.
+                ig = ig + -2.0 * blk.combine(phi, [blk.rsum(w[i] * weights) for i in blk.coords])
+            return jnp.where(real, -rew + ig / self.four_lam, 0.0)
 
-                def grad(weights):
-                    ig = info_gradient(gram, w, weights)
-                    if spec.gap_type != "delta_f":
-                        # c_b = x_b^T V^{-1} x_b with x_b = phi_b - phi_mu: d/dmu_pi adds
-                        # -2 phi_pi^T V^{-1} x_b to the Delta_f term.
-                        w_weights = [rsum(w[i] * weights) for i in coords]
-                        extra = functools.reduce(lambda acc, i: acc + phi[i] * w_weights[i], coords[1:],
-                                                 phi[0] * w_weights[0])
-                        ig = ig + -2.0 * extra
-                    return jnp.where(real, -rew + ig / four_lam, 0.0)
+        return h, grad
 
-                return h, grad
+    def grads(self, mu, om):
+        h, grad = self.pieces(mu)
+        return grad(om), jnp.where(self.blk.real, h, 0.0)
 
-            def grads(mu, om):
-                h, grad = pieces(mu)
-                return grad(om), jnp.where(real, h, 0.0)
+    def certificate(self, mu, om):
+        blk = self.blk
+        h, grad = self.pieces(mu)
+        g = grad(om)
+        upper = blk.rmax(h)
+        lower = blk.rsum(om * jnp.where(blk.real, h, 0.0)) + blk.rmin(g) - blk.rsum(g * mu)
+        _, b_star = blk.argmax_first(h, blk.real)
+        g2 = grad(blk.onehot(b_star))
+        lower2 = upper + blk.rmin(g2) - blk.rsum(g2 * mu)
+        return upper, _max2(lower, lower2), ()
 
-            def certificate(mu, om):
-                h, grad = pieces(mu)
-                g = grad(om)
-                upper = rmax(h)
-                lower = rsum(om * jnp.where(real, h, 0.0)) + rmin(g) - rsum(g * mu)
-                _, b_star = argmax_first(h, real)
-                g2 = grad(jnp.where(iota == b_star, 1.0, zeros))
-                lower2 = upper + rmin(g2) - rsum(g2 * mu)
-                return upper, _max2(lower, lower2), ()
+    def answer(self, state):
+        """(lambda, value) of the answer: the given lambda and the objective at the best mu."""
+        return self.param, state.upper
 
-            aux0 = ()
 
-        # ---- optimistic mirror-prox (e2d_jax.dec.saddle)
-        def normalise(logits):
-            """(p, log p), p = softmax(logits) mixed with FLOOR of the uniform on the real actions."""
-            top = _max2(full(-jnp.inf), rmax(logits))
-            e = jnp.exp(jnp.where(real, logits, -jnp.inf) - top)
-            p = jnp.where(real, (1.0 - FLOOR) * (e / rsum(e)) + FLOOR / k_num, 0.0)
-            return p, jnp.where(real, jnp.log(jnp.where(real, p, 1.0)), 0.0)
+class _MirrorProx:
+    """Optimistic mirror-prox with the adaptive step and the certificates of
+    ``e2d_jax.dec.saddle``, on a block of problems of ``form`` (an :class:`_ExactForm` or
+    :class:`_OffsetForm`)."""
 
-        def prox(log_z, g, eta):
-            return normalise(log_z - eta * g)
+    def __init__(self, blk: _Block, form):
+        self.blk, self.form = blk, form
 
-        def kl(p, log_p, log_q):
-            return rsum(p * (log_p - log_q))
+    def normalise(self, logits):
+        """(p, log p), p = softmax(logits) mixed with FLOOR of the uniform on the real actions."""
+        blk, real = self.blk, self.blk.real
+        top = _max2(blk.full(-jnp.inf), blk.rmax(logits))
+        e = jnp.exp(jnp.where(real, logits, -jnp.inf) - top)
+        p = jnp.where(real, (1.0 - FLOOR) * (e / blk.rsum(e)) + FLOOR / blk.k, 0.0)
+        return p, jnp.where(real, jnp.log(jnp.where(real, p, 1.0)), 0.0)
 
-        def floor_simplex(z):
-            z = jnp.where(real, _max2(z, zeros), 0.0)
-            return normalise(jnp.log(z / rsum(z) + tiny))
+    def prox(self, log_z, g, eta):
+        return self.normalise(log_z - eta * g)
 
-        def spread(g_mu, g_om):
-            return (rmax(g_mu) - rmin(g_mu)) + (rmax(g_om) - rmin(g_om))
+    def kl(self, p, log_p, log_q):
+        return self.blk.rsum(p * (log_p - log_q))
 
-        def init():
-            mu0, log_mu0 = floor_simplex(tile(round_ref, lay.mu0))
-            om0, log_om0 = floor_simplex(tile(round_ref, lay.om0))
-            g_mu, g_om = grads(mu0, om0)
-            auto = 1.0 / _max2(spread(g_mu, g_om), full(1e-12))
-            step0 = row(round_ref, lay.step0)
-            return _SolverState(
-                log_mu=log_mu0, log_om=log_om0, g_mu_prev=g_mu, g_om_prev=-g_om, mu_avg=mu0, om_avg=om0,
-                weight=full(0.0), step=jnp.where(step0 > 0, step0, auto), best_mu=mu0, best_om=om0,
-                upper=full(jnp.inf), lower=full(-jnp.inf), iters=jnp.zeros((block,), jnp.int32), aux=aux0)
+    def floor_simplex(self, z):
+        blk = self.blk
+        z = jnp.where(blk.real, _max2(z, blk.zeros), 0.0)
+        return self.normalise(jnp.log(z / blk.rsum(z) + blk.tiny))
 
-        def step(s: _SolverState) -> _SolverState:
-            eta = s.step
-            w_mu, log_w_mu = prox(s.log_mu, s.g_mu_prev, eta)
-            w_om, log_w_om = prox(s.log_om, s.g_om_prev, eta)
-            g_mu, g_om = grads(w_mu, w_om)
-            g_om = -g_om
-            mu_new, log_mu_new = prox(s.log_mu, g_mu, eta)
-            om_new, log_om_new = prox(s.log_om, g_om, eta)
-            d_mu, d_om = g_mu - s.g_mu_prev, g_om - s.g_om_prev
-            lhs = eta * (rsum(d_mu * (w_mu - mu_new)) + rsum(d_om * (w_om - om_new)))
-            rhs = (kl(mu_new, log_mu_new, log_w_mu) + kl(w_mu, log_w_mu, s.log_mu)
-                   + kl(om_new, log_om_new, log_w_om) + kl(w_om, log_w_om, s.log_om))
-            # the rounding slack and the step rule of saddle.step (there with their reasons)
-            g_range = _max2(rmax(jnp.abs(d_mu)), rmax(jnp.abs(d_om)))
-            slack = 4.0 * (2 * k_num) * eps_m * (1.0 + eta * g_range)
-            ok = (lhs <= rhs + slack) & jnp.isfinite(lhs)
-            grow = _min2(eta * 1.2, 50.0 / _max2(spread(g_mu, g_om), full(1e-30)))
-            weight = s.weight + jnp.where(ok, eta, 0.0)
-            frac = jnp.where(ok, eta / _max2(weight, full(1e-30)), 0.0)
-            return s._replace(
-                log_mu=jnp.where(ok, log_mu_new, s.log_mu), log_om=jnp.where(ok, log_om_new, s.log_om),
-                g_mu_prev=g_mu, g_om_prev=g_om,
-                mu_avg=s.mu_avg + frac * (w_mu - s.mu_avg), om_avg=s.om_avg + frac * (w_om - s.om_avg),
-                weight=weight, step=jnp.where(ok, grow, eta * 0.5), iters=s.iters + 1)
+    def spread(self, g_mu, g_om):
+        blk = self.blk
+        return (blk.rmax(g_mu) - blk.rmin(g_mu)) + (blk.rmax(g_om) - blk.rmin(g_om))
 
-        def certify(s: _SolverState) -> _SolverState:
-            """saddle._certify: the last iterate, the average, then the best mu against the
-            averaged max player (lower bound only); one loop of three, so the certificate's
-            code is emitted once."""
-            last_mu = jnp.where(real, jnp.exp(s.log_mu), 0.0)
-            last_om = jnp.where(real, jnp.exp(s.log_om), 0.0)
+    def init(self) -> _SolverState:
+        blk, lay = self.blk, self.blk.lay
+        mu0, log_mu0 = self.floor_simplex(blk.tile(blk.round_ref, lay.mu0))
+        om0, log_om0 = self.floor_simplex(blk.tile(blk.round_ref, lay.om0))
+        g_mu, g_om = self.form.grads(mu0, om0)
+        auto = 1.0 / _max2(self.spread(g_mu, g_om), blk.full(1e-12))
+        step0 = blk.row(blk.round_ref, lay.step0)
+        return _SolverState(
+            log_mu=log_mu0, log_om=log_om0, g_mu_prev=g_mu, g_om_prev=-g_om, mu_avg=mu0, om_avg=om0,
+            weight=blk.full(0.0), step=jnp.where(step0 > 0, step0, auto), best_mu=mu0, best_om=om0,
+            upper=blk.full(jnp.inf), lower=blk.full(-jnp.inf), iters=jnp.zeros((blk.block,), jnp.int32),
+            aux=self.form.aux0)
 
-            def one(which, carry):
-                best_mu, best_om, upper, lower, aux = carry
-                mu = jnp.where(which == 0, last_mu, jnp.where(which == 1, s.mu_avg, best_mu))
-                om = jnp.where(which == 0, last_om, s.om_avg)
-                up, lo, extra = certificate(mu, om)
-                better = (up < upper) & (which < 2)
-                lower = _max2(lower, jnp.where(jnp.isfinite(lo), lo, lower))
-                return (jnp.where(better, mu, best_mu), jnp.where(better, om, best_om),
-                        jnp.where(better, up, upper), lower, _select(better, extra, aux))
+    def step(self, s: _SolverState) -> _SolverState:
+        blk, kl, prox = self.blk, self.kl, self.prox
+        eta = s.step
+        w_mu, log_w_mu = prox(s.log_mu, s.g_mu_prev, eta)
+        w_om, log_w_om = prox(s.log_om, s.g_om_prev, eta)
+        g_mu, g_om = self.form.grads(w_mu, w_om)
+        g_om = -g_om
+        mu_new, log_mu_new = prox(s.log_mu, g_mu, eta)
+        om_new, log_om_new = prox(s.log_om, g_om, eta)
+        d_mu, d_om = g_mu - s.g_mu_prev, g_om - s.g_om_prev
+        lhs = eta * (blk.rsum(d_mu * (w_mu - mu_new)) + blk.rsum(d_om * (w_om - om_new)))
+        rhs = (kl(mu_new, log_mu_new, log_w_mu) + kl(w_mu, log_w_mu, s.log_mu)
+               + kl(om_new, log_om_new, log_w_om) + kl(w_om, log_w_om, s.log_om))
+        # the rounding slack and the step rule of saddle.step (there with their reasons)
+        g_range = _max2(blk.rmax(jnp.abs(d_mu)), blk.rmax(jnp.abs(d_om)))
+        slack = 4.0 * (2 * blk.k) * blk.eps_m * (1.0 + eta * g_range)
+        ok = (lhs <= rhs + slack) & jnp.isfinite(lhs)
+        grow = _min2(eta * 1.2, 50.0 / _max2(self.spread(g_mu, g_om), blk.full(1e-30)))
+        weight = s.weight + jnp.where(ok, eta, 0.0)
+        frac = jnp.where(ok, eta / _max2(weight, blk.full(1e-30)), 0.0)
+        return s._replace(
+            log_mu=jnp.where(ok, log_mu_new, s.log_mu), log_om=jnp.where(ok, log_om_new, s.log_om),
+            g_mu_prev=g_mu, g_om_prev=g_om,
+            mu_avg=s.mu_avg + frac * (w_mu - s.mu_avg), om_avg=s.om_avg + frac * (w_om - s.om_avg),
+            weight=weight, step=jnp.where(ok, grow, eta * 0.5), iters=s.iters + 1)
 
-            carry = (s.best_mu, s.best_om, s.upper, s.lower, s.aux)
-            best_mu, best_om, upper, lower, aux = lax.fori_loop(0, 3, one, carry)
-            return s._replace(best_mu=best_mu, best_om=best_om, upper=upper, lower=lower, aux=aux)
+    def certify(self, s: _SolverState) -> _SolverState:
+        """saddle._certify: the last iterate, the average, then the best mu against the
+        averaged max player (lower bound only); one loop of three, so the certificate's code is
+        emitted once."""
+        real = self.blk.real
+        last_mu = jnp.where(real, jnp.exp(s.log_mu), 0.0)
+        last_om = jnp.where(real, jnp.exp(s.log_om), 0.0)
 
-        def converged(upper, lower):
-            return upper - lower <= spec.rtol * jnp.abs(upper) + spec.atol
+        def one(which, carry):
+            best_mu, best_om, upper, lower, aux = carry
+            mu = jnp.where(which == 0, last_mu, jnp.where(which == 1, s.mu_avg, best_mu))
+            om = jnp.where(which == 0, last_om, s.om_avg)
+            up, lo, extra = self.form.certificate(mu, om)
+            better = (up < upper) & (which < 2)
+            lower = _max2(lower, jnp.where(jnp.isfinite(lo), lo, lower))
+            return (jnp.where(better, mu, best_mu), jnp.where(better, om, best_om),
+                    jnp.where(better, up, upper), lower, _select(better, extra, aux))
+
+        carry = (s.best_mu, s.best_om, s.upper, s.lower, s.aux)
+        best_mu, best_om, upper, lower, aux = lax.fori_loop(0, 3, one, carry)
+        return s._replace(best_mu=best_mu, best_om=best_om, upper=upper, lower=lower, aux=aux)
+
+    def converged(self, upper, lower):
+        spec = self.blk.spec
+        return upper - lower <= spec.rtol * jnp.abs(upper) + spec.atol
+
+    def run(self) -> _SolverState:
+        """saddle.run_certified: blocks of ``check_every`` steps, each followed by a certificate,
+        while any problem of the block is active (a problem that stopped keeps its values)."""
+        spec = self.blk.spec
+        check_every = max(1, min(spec.check_every, spec.maxiter))
+        n_checks = max(1, -(-spec.maxiter // check_every))
 
         def block_of_steps(s):
-            return certify(lax.fori_loop(0, check_every, lambda _, x: step(x), s))
+            return self.certify(lax.fori_loop(0, check_every, lambda _, x: self.step(x), s))
 
-        state = init()
+        state = self.init()
         if n_checks == 1:
-            state = block_of_steps(state)  # one block runs whatever the data: no loop
-        else:
-            def active(s, k):
-                finite = jnp.isfinite(s.upper) & jnp.isfinite(s.lower)
-                return (k == 0) | (~converged(s.upper, s.lower) & finite)
+            return block_of_steps(state)  # one block runs whatever the data: no loop
 
-            def cond(carry):
-                k, s = carry
-                return (k < n_checks) & (jnp.max(active(s, k).astype(jnp.int32)) > 0)
+        def active(s, k):
+            finite = jnp.isfinite(s.upper) & jnp.isfinite(s.lower)
+            return (k == 0) | (~self.converged(s.upper, s.lower) & finite)
 
-            def body(carry):
-                k, s = carry
-                return k + 1, _select(active(s, k), block_of_steps(s), s)
+        def cond(carry):
+            k, s = carry
+            return (k < n_checks) & (jnp.max(active(s, k).astype(jnp.int32)) > 0)
 
-            _, state = lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), state))
+        def body(carry):
+            k, s = carry
+            return k + 1, _select(active(s, k), block_of_steps(s), s)
 
-        # ---- the answer (saddle.run_certified's status; dec.linear's DecResult)
-        finite_mu = jnp.min(jnp.where(real, jnp.isfinite(state.best_mu), True).astype(jnp.int32), axis=0) > 0
-        if spec.form == "acdec":
-            lam_out, value = state.aux
-            finite = jnp.isfinite(value) & jnp.isfinite(state.lower) & finite_mu & jnp.isfinite(lam_out)
-        else:
-            lam_out, value = param, state.upper
-            finite = jnp.isfinite(value) & jnp.isfinite(state.lower) & finite_mu
-        status = jnp.where(~finite, int(Status.NONFINITE),
-                           jnp.where(converged(value, state.lower), int(Status.OK), int(Status.MAX_ITER)))
-        out_ref[pl.ds(0, kp), :] = state.best_mu
-        out_ref[pl.ds(kp, kp), :] = state.best_om
-        for f, v in enumerate((lam_out, value, state.lower, value - state.lower, state.step)):
-            out_ref[2 * kp + f, :] = v.astype(dtype)
-        iout_ref[0, :] = state.iters
-        iout_ref[1, :] = status.astype(jnp.int32)
+        return lax.while_loop(cond, body, (jnp.zeros((), jnp.int32), state))[1]
+
+
+def _write_answer(solver: _MirrorProx, state: _SolverState, out_ref, iout_ref):
+    """The answer into the output slabs, with saddle.run_certified's status and
+    dec.linear's DecResult fields."""
+    blk, kp = solver.blk, solver.blk.kp
+    finite_mu = jnp.min(jnp.where(blk.real, jnp.isfinite(state.best_mu), True).astype(jnp.int32), axis=0) > 0
+    lam_out, value = solver.form.answer(state)
+    finite = jnp.isfinite(value) & jnp.isfinite(state.lower) & finite_mu & jnp.isfinite(lam_out)
+    status = jnp.where(~finite, int(Status.NONFINITE),
+                       jnp.where(solver.converged(value, state.lower), int(Status.OK), int(Status.MAX_ITER)))
+    out_ref[pl.ds(0, kp), :] = state.best_mu
+    out_ref[pl.ds(kp, kp), :] = state.best_om
+    for f, v in enumerate((lam_out, value, state.lower, value - state.lower, state.step)):
+        out_ref[2 * kp + f, :] = v.astype(blk.dtype)
+    iout_ref[0, :] = state.iters
+    iout_ref[1, :] = status.astype(jnp.int32)
+
+
+def _make_kernel(spec: _Spec):
+    """The kernel ``(model_ref, round_ref, out_ref, iout_ref)`` of one block of problems: the
+    block's data and reductions (:class:`_Block`), the program's form (:class:`_ExactForm`
+    or :class:`_OffsetForm`), mirror-prox to the certified answer (:class:`_MirrorProx`)."""
+
+    def kernel(model_ref, round_ref, out_ref, iout_ref):
+        blk = _Block(spec, model_ref, round_ref)
+        form = _ExactForm(blk) if spec.form == "acdec" else _OffsetForm(blk)
+        solver = _MirrorProx(blk, form)
+        _write_answer(solver, solver.run(), out_ref, iout_ref)
 
     return kernel
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 
-from e2d_jax.agents import e2d_finite, e2d_linear
-from e2d_jax.agents.ids import finite_ids, linear_ids
+from e2d_jax.agents import e2d, e2d_finite, e2d_linear
+from e2d_jax.agents.ids import finite_ids, ids, linear_ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import finite, linear, zoo
@@ -110,8 +110,8 @@ def _e2d_horizon(text: str) -> dict:
     return {"horizon": n}
 
 
-def _agent(name: str, builders: dict, help: str, param=None) -> None:
-    AGENTS[name] = RegisteredAgent(name, builders=builders, param=param, help=help)
+def _agent(name: str, builders: dict, help: str, param=None, front=None) -> None:
+    AGENTS[name] = RegisteredAgent(name, builders=builders, param=param, help=help, front=front)
 
 
 _agent("anytime-e2d", {"linear": e2d_linear.anytime_e2d, "finite": e2d_finite.anytime_e2d},
@@ -119,10 +119,10 @@ _agent("anytime-e2d", {"linear": e2d_linear.anytime_e2d, "finite": e2d_finite.an
        "EWA and log|M|/t on finite classes (finite: @delta, @mixture, @track joined by '+')",
        tokens({"delta": ("gap_type", "delta"), "delta_f": ("gap_type", "delta_f"),
                "sample": ("estimate", "sample"), "mixture": ("estimate", "mixture"),
-               "track": ("lam_search", "track"), "global": ("lam_search", "global")}))
+               "track": ("lam_search", "track"), "global": ("lam_search", "global")}), front=e2d.anytime_e2d)
 _agent("e2d", {"linear": e2d_linear.fixed_horizon_e2d, "finite": e2d_finite.fixed_horizon_e2d},
        "fixed-horizon E2D tuned for the run's horizon; e2d-nN tunes for horizon N (linear: lambda = sqrt(N/(4 log N)); "
-       "finite: the regret-bound minimiser)", _e2d_horizon)
+       "finite: the regret-bound minimiser)", _e2d_horizon, front=e2d.fixed_horizon_e2d)
 _agent("ucb", {"linear": ucb, "finite": ucb},
        "OFUL / LinUCB on all observations, ||f*|| bound from the class (finite: its linear view); delta = 0.01, "
        "ucb@anytime (option delta = \"anytime\"): delta_s = 1/(s log s) as in the authors' code",
@@ -135,4 +135,4 @@ _agent("ids", {"linear": linear_ids, "finite": finite_ids},
        "(EWA posterior, variance gain) on finite classes (linear: @worst-case, @value, @fast joined by '+')",
        tokens({"directed": ("info_gain", "directed"), "worst-case": ("info_gain", "worst-case"),
                "difference": ("gap_estimate", "difference"), "value": ("gap_estimate", "value"),
-               "full": ("sampling", "full"), "fast": ("sampling", "fast")}))
+               "full": ("sampling", "full"), "fast": ("sampling", "fast")}), front=ids)

@@ -251,6 +251,9 @@ class RegisteredAgent:
       param: parses the text after ``@`` into the factory's keyword arguments (None: the
         agent takes no ``@`` parameter).
       help: one line for listings.
+      front: the function a notebook calls for this agent on any family (e.g.
+        ``e2d_jax.anytime_e2d``, which picks the family's factory by the model it meets); it
+        builds the same program as ``builders`` (listings show it). None: the builders are it.
     """
 
     name: str
@@ -258,6 +261,7 @@ class RegisteredAgent:
     factory: Callable | None = None
     param: Callable[[str], dict] | None = None
     help: str = ""
+    front: Callable | None = None
 
     def families(self) -> tuple | None:
         return None if self.builders is None else tuple(sorted(self.builders))

@@ -37,7 +37,7 @@ from e2d_jax.experiments.registry import instance_shapes
 from e2d_jax.experiments.spec import Plan, SweepError, SweepSpec, plan
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted, simulation_of
 from e2d_jax.results import Results
-from e2d_jax.sim.results import concatenate
+from e2d_jax.sim.results import concatenate, warn_flagged
 from e2d_jax.envs.family import environment_of
 from e2d_jax.sim.program import check_program
 from e2d_jax.sim.rollout import instance_key
@@ -236,7 +236,9 @@ def run_sweep(spec: SweepSpec, out, *, resume: bool = False, overwrite: bool = F
     extra = {"executor": executor.name, "wall_seconds_this_call": time.perf_counter() - t0,
              "run_seconds_this_call": seconds, "device": [str(d) for d in jax.devices()],
              "platform": platform.platform()}
-    return collect(spec, the_plan, out, digest, extra=extra)
+    summary = collect(spec, the_plan, out, digest, extra=extra)
+    warn_flagged(summary["agents"])
+    return summary
 
 
 def _files_summary(out: Path) -> dict:

@@ -188,9 +188,12 @@ class SweepAgent:
         try:
             return factory_program(factory, family, self.cells())
         except ValueError as err:
-            if str(err).startswith("hparams"):
-                raise V.ArgumentError("agents", f"{V.name('agents')}[{self.label}].grid{str(err)[len('hparams'):]}") \
+            text = str(err)
+            if text.startswith("hparams"):
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{self.label}].grid{text[len('hparams'):]}") \
                     from None
+            if text.startswith("agent:"):
+                raise V.ArgumentError("agents", f"{V.name('agents')}[{self.label}]:{text[len('agent:'):]}") from None
             raise
 
     def to_dict(self) -> dict:

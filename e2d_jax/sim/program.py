@@ -164,6 +164,17 @@ def factory_program(factory, family: str | None, hparams: dict | None = None) ->
         return program, np.stack([grid[k] for k in names], axis=1) if names else np.zeros((1, 0))
     program = from_spec(spec)
     unknown = sorted(set(grid) - set(program.names))
+    static = dict(spec.static)
+    if unknown and all(k in static and static[k] is None for k in unknown):
+        # A number whose default is None (UCB's radius: the class's bound) is static in the
+        # defaults' spec; given a value, it is one of the numbers.
+        try:
+            valued = spec_of(factory(**{k: float(grid[k][0]) for k in unknown}), family)
+        except (TypeError, ValueError):
+            valued = None
+        if valued is not None and set(unknown) <= {k for k, _ in valued.numbers}:
+            spec, program = valued, from_spec(valued)
+            unknown = []
     if unknown:
         raise ValueError(f"hparams: {', '.join(repr(u) for u in unknown)} is not a numeric hyperparameter of "
                          f"{spec.name}{_suggest(unknown[0], program.names)} (its numbers: "

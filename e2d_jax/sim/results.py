@@ -24,6 +24,7 @@ gap gap / |value|.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,9 +37,46 @@ from e2d_jax.sim.rollout import RolloutResult, SolverStats
 from e2d_jax.sim.summaries import hist_quantile, instance_summary, solver_summary
 from e2d_jax.types import Status
 
-#: Above this fraction of flagged rounds an agent's solver is worth a look (the command line
-#: prints a warning line).
+#: Above this fraction of flagged rounds an agent's solver is worth a look: the command line
+#: prints a warning line, and :func:`e2d_jax.simulate` and
+#: :func:`e2d_jax.experiments.run_sweep` warn (:class:`FlaggedRoundsWarning`).
 FLAGGED_WARNING = 0.05
+
+
+class FlaggedRoundsWarning(UserWarning):
+    """An agent's solver flagged more than ``FLAGGED_WARNING`` of its rounds (their certified
+    gap exceeded its tolerance)."""
+
+
+def flagged_agents(cells: dict) -> dict:
+    """``{agent: flagged fraction}`` of the agents whose solver flagged more than
+    ``FLAGGED_WARNING`` of their rounds, averaged over their cells (``cells``: what
+    :meth:`Tables.cells` and ``summary.json``'s ``agents`` hold)."""
+    by_agent: dict = {}
+    for c in cells.values():
+        fraction = (c.get("solver") or {}).get("flagged_fraction")
+        if fraction is not None:
+            by_agent.setdefault(c["agent"], []).append(fraction)
+    return {a: float(np.mean(f)) for a, f in by_agent.items() if np.mean(f) > FLAGGED_WARNING}
+
+
+def flagged_message(agent: str, fraction: float, advice: str | None) -> str:
+    """The warning's words: how many rounds of ``agent`` are flagged and, where the caller has
+    one, how to certify more of them."""
+    return (f"{agent}: {fraction:.0%} of the rounds are flagged (certified gap above the solver's tolerance)"
+            + (f"; {advice}" if advice else ""))
+
+
+#: What a Python caller can change to certify more rounds.
+PYTHON_ADVICE = ("a larger solver budget certifies more of them, e.g. solver=e2d_jax.dec.solvers.TRACKING"
+                 ".replace(maxiter=400) for Anytime-E2D")
+
+
+def warn_flagged(cells: dict, advice: str | None = PYTHON_ADVICE) -> None:
+    """Warns (:class:`FlaggedRoundsWarning`) for each agent of ``cells`` whose solver flagged
+    more than ``FLAGGED_WARNING`` of its rounds."""
+    for agent, fraction in flagged_agents(cells).items():
+        warnings.warn(flagged_message(agent, fraction, advice), FlaggedRoundsWarning, stacklevel=3)
 
 
 def cell_label(agent_label: str, hp: dict) -> str:

@@ -34,7 +34,7 @@ from e2d_jax.envs.family import environment_of, params_family
 from e2d_jax.sim import execute
 from e2d_jax.sim.layout import Layout, assemble, lanes_for, layout
 from e2d_jax.sim.program import Program, check_program, program_of
-from e2d_jax.sim.results import Simulation
+from e2d_jax.sim.results import Simulation, Tables, warn_flagged
 from e2d_jax.sim.rollout import check_run_args, record_rounds
 from e2d_jax.types import Environment, PyTree
 
@@ -129,6 +129,10 @@ def simulate(
       (``e2d_jax.Results(sim)`` draws and saves it). ``compile_seconds`` is timed apart from
       ``run_seconds`` (0 when the compiled program was in memory).
 
+    An agent whose solver flags more than 5% of its rounds (their certified gap above its
+    tolerance) is warned about (:class:`~e2d_jax.sim.results.FlaggedRoundsWarning`), as the
+    command line does.
+
     The agent is checked on one abstract round before anything compiles
     (:func:`~e2d_jax.sim.rollout.check_agent`): a float action, an info without ``status``
     or a model of the other family is refused with a ValueError.
@@ -155,7 +159,7 @@ def simulate(
     # without the instance axis for one instance given as such.
     drop = (() if hparams else (0,)) + (() if instances else (1,))
     result = jax.tree_util.tree_map(lambda x: np.squeeze(x, axis=drop) if drop else x, result)
-    return Simulation(
+    sim = Simulation(
         result=result,
         rounds=record_rounds(horizon, record_every),
         seed_indices=indices,
@@ -166,6 +170,8 @@ def simulate(
         instance_seeds=tuple(range(n_inst)) if instances else None,
         horizon=horizon,
     )
+    warn_flagged(Tables([sim]).cells())
+    return sim
 
 
 def default_cache_dir() -> str:

@@ -165,7 +165,7 @@ def test_console_script_prints_version_help_and_errors_once(tmp_path):
         "version": (["--version"], 0, "out", f"e2d-jax {e2d_jax.__version__}"),
         "help": (["run", "--help"], 0, "out", "usage: e2d-jax run"),
         "error": (["run", "--horizon", "0", "--host-devices", "2", "--out", str(tmp_path / "x")], 2, "err",
-                  "usage: e2d-jax run"),
+                  "e2d-jax run: error: --horizon"),
     }
     procs_ = {name: subprocess.Popen([sys.executable, "-m", "e2d_jax.cli", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=procs.cli_env())
@@ -176,6 +176,8 @@ def test_console_script_prints_version_help_and_errors_once(tmp_path):
         text = {"out": out, "err": err}[stream]
         assert text.count(needle) == 1 and (out + err).count(needle) == 1, (name, out, err)
     assert err.count("error:") == 1 and "--horizon must be > 0" in err
+    # One line naming the flag and the way to the help, without the usage block first.
+    assert err.strip().count("\n") == 0 and "usage:" not in err and "e2d-jax run --help" in err
 
 
 def test_host_devices_shard_with_identical_results(tmp_path):

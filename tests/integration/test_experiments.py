@@ -215,15 +215,19 @@ def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
                     "delta = 'anytime'\n[[agents]]\nname = 'ucb@anytime'\n")
 
     def deltas(spec):
-        return {a.label: dict(registry.agent_factory(a.name, horizon=spec.horizon, options=dict(a.options),
-                                                     family="linear")().config[1])["delta"] for a in spec.agents}
+        out = {}
+        for a in spec.agents:
+            config = registry.agent_factory(a.name, horizon=spec.horizon, options=dict(a.options), family="linear")().config
+            out[a.label] = {**dict(config.static), **dict(config.numbers)}["delta"]
+        return out
 
     assert deltas(load_toml(path)) == {"ucb": 0.01, "ucb-anytime": "anytime", "ucb@anytime": "anytime"}
     shipped = load_toml(ROOT / "sweeps" / "ucb_delta.toml")
     assert deltas(shipped)["ucb-anytime"] == "anytime"
     path.write_text(head + "[[agents]]\nname = 'ucb'\n[[agents]]\nname = 'ucb'\nlabel = 'ucb-05'\ndelta = 0.05\n")
     programs = plan(load_toml(path), "linear", 64).programs
-    assert [(p.label, p.cells["delta"].tolist()) for p in programs] == [("ucb+ucb-05", [0.01, 0.05])]
+    assert [(p.label, p.numbers[:, p.program.names.index("delta")].tolist()) for p in programs] == [
+        ("ucb+ucb-05", [0.01, 0.05])]
 
 
 @pytest.mark.parametrize("text, needle", [
@@ -231,7 +235,7 @@ def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'ucb'\ncolour = 'red'\n",
      "agents\\[ucb\\]: unknown option colour \\(valid: delta, radius, reg"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'anytime-e2d'\ndivergense = 'kl'\n",
-     "unknown option divergense \\(valid: eps2_schedule, divergence, gap_type, solver"),
+     "unknown option divergense \\(did you mean 'divergence'\\?\\) \\(valid: .*divergence"),
     ("env = 'semi-bandit'\nhorizon = 0\nseeds = 2\n[[agents]]\nname = 'ucb'\n", "horizon"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\nfoo = 1\n[[agents]]\nname = 'ucb'\n", "unknown field\\(s\\) \\['foo'\\]; valid: .*'instances'"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'anytime-e2d'\ngrid = {eps2_scale = []}\n",

@@ -94,7 +94,8 @@ def test_bad_user_code_is_named(workdir, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--env", "my_problem:sensor_bandit", "--agents", "broken:agent", "--horizon", "5",
                   "--out", "y"])
-    assert exc.value.code == 2 and "agent must be an e2d_jax.Agent" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--agents[agent]: the factory 'agent' must return an e2d_jax.Agent, got str" in err
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--env", "my_problem:nope", "--horizon", "5", "--out", "z"])
     assert exc.value.code == 2 and "module 'my_problem' has no attribute 'nope'" in capsys.readouterr().err

@@ -18,6 +18,7 @@ LAYERS = [
     ("e2d_jax.agents",),
     ("e2d_jax.plotting",),
     ("e2d_jax.sim",),
+    ("e2d_jax.results",),
     ("e2d_jax.experiments",),
     ("e2d_jax.paper",),
     ("e2d_jax.cli",),

@@ -53,7 +53,7 @@ def test_to_frame_has_one_row_per_seed(sims):
 
 def test_figures_are_matplotlib_figures(sims):
     results = e2d.Results(sims, name="mine")
-    for fig in (results.plot(), results.plot_final(), sims[1].plot()):
+    for fig in (results.plot(), results.plot_final(), e2d.Results(sims[1]).plot()):
         assert isinstance(fig, Figure)
         labels = [t.get_text() for ax in fig.axes for t in (ax.get_legend().get_texts() if ax.get_legend() else [])]
         assert labels or fig.axes[0].get_xticklabels()
@@ -81,7 +81,7 @@ def test_a_grid_over_instances_keeps_cells_and_instances(tmp_path):
     assert sorted(set(frame["instance_seed"])) == [0, 1]
     summary = sim.summary()
     assert list(summary["hp_delta"]) == [0.01, 0.1] and list(summary["instances"]) == [2, 2]
-    sim.save(tmp_path / "grid", diagnostics=True)
+    e2d.Results(sim).save(tmp_path / "grid", diagnostics=True)
     assert (tmp_path / "grid" / "diagnostics.npz").exists()
 
 
