@@ -23,7 +23,7 @@ import numpy as np
 from e2d_jax.experiments import registry, storage
 from e2d_jax.experiments.provenance import unit_digest
 from e2d_jax.experiments.spec import SweepSpec
-from e2d_jax.sim.results import Simulation
+from e2d_jax.sim.results import Simulation, info_fields
 from e2d_jax.sim.layout import layout
 from e2d_jax.sim.rollout import RolloutResult, SolverStats, record_rounds
 from e2d_jax.sim.simulate import run_layout
@@ -89,16 +89,8 @@ def simulation_of(arrays: dict, program, spec: SweepSpec) -> Simulation:
 
 
 def _info_arrays(info) -> dict:
-    """The agent's per-round info as ``{"info_<field>": array}`` (NamedTuple fields, or the
-    leaves' key paths of another pytree)."""
-    if hasattr(info, "_asdict") and all(hasattr(v, "shape") for v in info._asdict().values()):
-        return {f"info_{k}": v for k, v in info._asdict().items()}
-    leaves = jax.tree_util.tree_flatten_with_path(info)[0]
-    out = {}
-    for path, leaf in leaves:
-        name = "".join(ch if ch.isalnum() else "_" for ch in jax.tree_util.keystr(path)).strip("_") or "value"
-        out[f"info_{name}"] = leaf
-    return out
+    """The agent's per-round info as ``{"info_<field>": array}`` (:func:`~e2d_jax.sim.results.info_fields`)."""
+    return {f"info_{k}": v for k, v in info_fields(info).items()}
 
 
 def run_units(spec: SweepSpec, out: Path, digest: str, todo: list, *, progress=None) -> float:

@@ -79,6 +79,21 @@ def warn_flagged(cells: dict, advice: str | None = PYTHON_ADVICE) -> None:
         warnings.warn(flagged_message(agent, fraction, advice), FlaggedRoundsWarning, stacklevel=3)
 
 
+def info_fields(info) -> dict:
+    """An agent's per-round info as ``{field: array}``: a NamedTuple's fields or a dict's keys
+    (what a sweep's chunk files hold), else the leaves' key paths (letters and digits joined by
+    ``_``), so that ``diagnostics.npz`` names the same fields whichever door made it."""
+    if hasattr(info, "_asdict") and all(hasattr(v, "shape") for v in info._asdict().values()):
+        return dict(info._asdict())
+    if isinstance(info, dict) and all(isinstance(k, str) and hasattr(v, "shape") for k, v in info.items()):
+        return dict(info)
+    out = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(info)[0]:
+        name = "".join(ch if ch.isalnum() else "_" for ch in jax.tree_util.keystr(path)).strip("_") or "value"
+        out[name] = leaf
+    return out
+
+
 def cell_label(agent_label: str, hp: dict) -> str:
     """The label of a hyperparameter cell, ``agent[name=value,...]`` (the agent's without hp)."""
     if not hp:
@@ -364,12 +379,7 @@ class Tables:
         recorded rounds (fields of a NamedTuple info, or the leaves' paths)."""
         out = {}
         for sim in self.simulations:
-            info = sim.result.info
-            if hasattr(info, "_asdict"):
-                leaves = list(info._asdict().items())
-            else:
-                leaves = [(jax.tree_util.keystr(p), x) for p, x in jax.tree_util.tree_flatten_with_path(info)[0]]
-            for field, value in leaves:
+            for field, value in info_fields(sim.result.info).items():
                 arr = sim._expand(value)
                 for h, hp in enumerate(sim.cell_hparams()):
                     out[f"{cell_label(sim.label, hp)}/{field}"] = arr[h]
