@@ -236,7 +236,7 @@ def breakdown_linear(shape, rate, batch, divergence="squared"):
     solve = jax.vmap(lambda fr, e, w: L.solve_acdec(span, fr, e, AGENT_SOLVER, w))
     res, _ = jax.jit(solve)(f_r, eps2, states.warm)
     iters = float(np.mean(np.asarray(res.iterations)))
-    # saddle.run_certified: a check after every block of check_every iterations (the last
+    # The saddle-point solver's loop: a check after every block of check_every iterations (the last
     # block may be cut by maxiter), and each check (saddle._certify) evaluates the certificate
     # three times: at the last iterate, at the average, and at the best mu against the average
     # max player. (solve_acdec's final exact evaluation of the returned mu is in the rest.)

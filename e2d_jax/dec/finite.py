@@ -76,10 +76,9 @@ from jax import lax
 
 from e2d_jax import _checks as V
 from e2d_jax.envs import finite as finite_envs
-from e2d_jax.dec import lambda_search, matrix_game
+from e2d_jax.dec import lambda_search, loop, matrix_game, saddle
 from e2d_jax.dec import solvers as S
-from e2d_jax.dec.matrix_game import GameSolution
-from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
+from e2d_jax.types import GAP_TYPES, DecResult, WarmStart
 
 
 # --------------------------------------------------------------------------------------
@@ -149,18 +148,61 @@ def _noise_floor(gaps, info, lam):
     return 50.0 * jnp.finfo(gaps.dtype).eps * scale
 
 
-def _solve_game(a, game: S.Solver, rtol, atol, mu0=None, omega0=None) -> GameSolution:
-    """The matrix game A by ``game`` (:class:`~e2d_jax.dec.solvers.MatrixGameIPM` or
-    :class:`~e2d_jax.dec.solvers.Saddle`, mirror-prox) at the given tolerance."""
-    if isinstance(game, S.MatrixGameIPM):
-        return matrix_game.solve_game(a, solver="ipm", maxiter=game.maxiter, rtol=rtol, atol=atol)
-    return matrix_game.solve_game(a, solver="mirror-prox", maxiter=game.maxiter, rtol=rtol, atol=atol,
-                                  mu0=mu0, omega0=omega0, check_every=game.check_every)
+class _Finite:
+    """What both finite programs give the solvers (see :mod:`e2d_jax.dec.solvers`)."""
+
+    family: ClassVar[str] = "finite"
+
+    def cold_start(self) -> WarmStart:
+        return WarmStart.cold(*self.gaps.shape, self.gaps.dtype)
+
+    @staticmethod
+    def next_start(mu, omega, step=None) -> WarmStart:
+        # The game solvers choose their step themselves at every start.
+        return WarmStart(mu, omega, jnp.zeros((), mu.dtype))
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "lam"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class FiniteOffset(_Finite):
+    """The offset DEC of a finite class at a fixed lam: min_mu max_g mu (Delta - lam I) e_g.
+
+    Attributes:
+      gaps: (K, M) Delta or Delta_f.
+      info: (K, M) I_f >= 0.
+      lam: () lam >= 0.
+      gap_type: which gaps ``gaps`` holds (a label).
+    """
+
+    gaps: jax.Array
+    info: jax.Array
+    lam: jax.Array
+    gap_type: str = "delta_f"
+    program: ClassVar[str] = "offset"
+
+    def _lam(self):
+        return jnp.asarray(self.lam, self.gaps.dtype)
+
+    def payoff(self):
+        """The game's payoff A = Delta - lam I (rows actions, columns models)."""
+        return self.gaps - self._lam() * self.info
+
+    def floor(self):
+        """The rounding floor, 50 eps (max|Delta| + lam max|I|): added to the absolute
+        tolerance (float32 reaches ~1e-4 relative)."""
+        return _noise_floor(self.gaps, self.info, self._lam())
+
+    def saddle_form(self) -> saddle.SaddleForm:
+        """The bilinear game's gradients and exact certificate (:func:`e2d_jax.dec.matrix_game.game_form`)."""
+        lam = self._lam()
+        grads, cert = matrix_game.game_form(self.payoff())
+        return saddle.SaddleForm(grads, cert, lambda upper, aux: (lam, upper))
 
 
 def solve_offset(gaps, info, lam, solver: S.Solver = S.SOLVERS["ipm"],
                  warm: WarmStart | None = None) -> tuple[DecResult, WarmStart]:
-    """dec^o_lam as a matrix game (traceable; no argument checks).
+    """dec^o_lam as a matrix game (traceable; no argument checks): ``solver.solve(FiniteOffset(
+    gaps, info, lam), warm)``.
 
     Args:
       gaps: (K, M) Delta or Delta_f.
@@ -175,21 +217,7 @@ def solve_offset(gaps, info, lam, solver: S.Solver = S.SOLVERS["ipm"],
       the returned mu (no lam eps^2 term), ``lower_bound`` certified and ``lam`` the given
       lam; and the warm start of the next solve.
     """
-    k, m = gaps.shape
-    dtype = gaps.dtype
-    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
-    lam = jnp.asarray(lam, dtype)
-    a = gaps - lam * info
-    atol = solver.atol + _noise_floor(gaps, info, lam)
-    sol = _solve_game(a, solver, solver.rtol, atol, warm.mu, warm.omega)
-    result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
-                       iterations=sol.iterations, status=sol.status, omega=sol.omega)
-    return result, _next_start(result)
-
-
-def _next_start(result: DecResult) -> WarmStart:
-    # The game solvers choose their step themselves at every start.
-    return WarmStart(result.mu, result.omega, jnp.zeros((), result.mu.dtype))
+    return solver.solve(FiniteOffset(gaps, info, lam), warm)
 
 
 # --------------------------------------------------------------------------------------
@@ -311,74 +339,6 @@ def empty_memory(num_actions: int, num_models: int, solver: S.LambdaSearch, dtyp
                         i_om=jnp.zeros((n, num_actions), dtype))
 
 
-def solve_acdec(gaps, info, eps2, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
-                warm: WarmStart | None = None, lam_hint=None) -> tuple[DecResult, WarmStart]:
-    """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks).
-
-    See the module docstring. ``warm`` starts every game of the first grid (default:
-    uniform mixtures).
-
-    ``lam_hint`` (optional, may be traced): where lam* probably is (an agent's previous
-    lam*). When it is > 0 the first chunk of ``lam_refine`` (>= 5) points becomes lam = 0,
-    hint * {0.8, 1, 1.25} (clipped to the proven range) and ``lam_refine - 4`` geometric points
-    spanning the whole range [hi * lam_lo_ratio, hi], so a basin away from the hint is still
-    sampled and the branch and bound (and the certificate) still cover every lam >= 0; when it
-    is <= 0, or ``lam_refine < 5``, the search is the plain one.
-
-    Returns:
-      ``(DecResult, WarmStart)``: the answer, whose ``value`` = max_g mu (Delta - lam I) e_g
-      + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` is certified over all
-      lam >= 0 and ``omega`` is the game's max-player mixture at the chosen lam; and the warm
-      start of the next search.
-    """
-    result = _search(gaps, info, eps2, solver, warm, lam_hint, None)[0]
-    return result, _next_start(result)
-
-
-def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
-                       warm: WarmStart | None = None) -> tuple[DecResult, LambdaMemory]:
-    """:func:`solve_acdec` continued from the games an earlier search solved for the same
-    matrices (:class:`LambdaMemory`; traceable, no checks).
-
-    With an empty memory this is the plain search (the first grid, then up to ``lam_rounds``
-    refinements). Otherwise the first grid is not solved again: the remembered games give
-    the totals and the interval bounds at this eps2, and the branch and bound refines from
-    there (up to ``lam_rounds`` chunks of ``lam_refine`` games, none if the remembered games
-    already certify the tolerance). The range [0, hi] is re-proven for this eps2; the part
-    above the largest remembered lam is covered by a point at hi whose dec^o lower bound is
-    ``tail - hi eps2`` (and, for lam >= hi, by ``tail``), so the certificate covers every
-    lam >= 0 as in the plain search, and a basin away from the remembered points is refined
-    as soon as its interval's bound is the smallest.
-
-    Returns:
-      ``(DecResult, memory)``: the result and the memory to pass next time (the grid, and the
-      ``solver.memory`` refinement points with the smallest totals at this eps2).
-    """
-    return _search(gaps, info, eps2, solver, warm, None, memory)
-
-
-def _family(gaps, info, eps2, solver: S.LambdaSearch) -> lambda_search.Family:
-    """The finite class's callbacks of the branch and bound: the games at each lam, the
-    minorants psi_omega (Delta omega and I omega of each game's max-player mixture) and the
-    interval bounds."""
-    game = solver.inner_for("finite")
-    scale = jnp.max(jnp.abs(gaps))
-
-    def solve_at(lam, mu_init, om_init):
-        # Tolerance relative to the scale of v(lam) = dec^o + lam eps2, not of dec^o alone
-        # (which is ~0 for large lam); 1e-3 * max|Delta| keeps lam = 0 from chasing a zero.
-        atol = solver.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return _solve_game(gaps - lam * info, game, solver.inner_rtol, atol, mu_init, om_init)
-
-    def minorant(sols):
-        return sols.omega @ gaps.T, sols.omega @ info.T
-
-    def interval_bounds(lams, lowers, mino, eps2_):
-        return _interval_bounds(lams, lowers, *mino, eps2_, subdivide=solver.subdivide)
-
-    return lambda_search.Family(solve_at=solve_at, minorant=minorant, interval_bounds=interval_bounds)
-
-
 def _first_grid(rng: LambdaRange, solver: S.LambdaSearch, n_init: int, lam_hint, dtype):
     """The first grid: lam = 0 and a geometric grid on [hi * lam_lo_ratio, hi], ``n_init``
     chunks of ``lam_refine``; with a positive ``lam_hint`` the first chunk is lam = 0, the hint
@@ -422,28 +382,6 @@ def _points_from_memory(points: lambda_search.Points, memory: LambdaMemory, rng:
     return points, ok[0]
 
 
-def _answer(search: lambda_search.Search, gaps, info, eps2, lower, rng: LambdaRange, solver: S.LambdaSearch):
-    """The answer: among the mus of the ``candidates`` best lams, the one with the smallest
-    exact objective h(mu), with lam*(mu) and its certificate."""
-    n = search.points.lams.shape[0]
-    cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
-    h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(search.points.mus[cand])
-    # Only solved slots (finite totals) are candidates: an unused slot's mu is 0, whose
-    # "objective" h(0) = 0 is not that of a distribution.
-    h = jnp.where(jnp.isfinite(h) & solved, h, jnp.inf)
-    pick = jnp.argmin(h)
-    mu = search.points.mus[cand[pick]]
-    lam = lam_star[pick]
-    value = offset_objective(mu, gaps, info, lam) + lam * eps2
-    gap = value - lower
-    tol = solver.rtol * jnp.abs(value) + solver.atol + _noise_floor(gaps, info, 0.0)
-    finite = (jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & rng.feasible
-              & jnp.isfinite(h[pick]))
-    status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
-    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=search.iterations,
-                     status=status.astype(jnp.int32), omega=search.points.omegas[cand[pick]])
-
-
 def _remember(search: lambda_search.Search, eps2, grid_n: int, r: int) -> LambdaMemory:
     """What a model's memory keeps: the first grid and the ``r`` refinement points (remembered
     or new) with the smallest totals at this eps2; the point at hi is recomputed next time."""
@@ -461,46 +399,154 @@ def _remember(search: lambda_search.Search, eps2, grid_n: int, r: int) -> Lambda
                         g_om=take(g_om), i_om=take(i_om))
 
 
-def _search(gaps, info, eps2, solver: S.LambdaSearch, warm, lam_hint, memory):
-    """The certified lambda search of :func:`solve_acdec` and :func:`solve_acdec_memory`:
-    the proven range, the first grid (or the remembered games), the branch and bound of
-    :func:`e2d_jax.dec.lambda_search.branch_and_bound`, the answer and what to remember."""
-    k, m = gaps.shape
-    dtype = gaps.dtype
-    eps2 = jnp.asarray(eps2, dtype)
-    warm = WarmStart.cold(k, m, dtype) if warm is None else warm
-    mu0, omega0 = jnp.asarray(warm.mu, dtype), jnp.asarray(warm.omega, dtype)
-    rng = lambda_range(gaps, info, eps2)
-    family = _family(gaps, info, eps2, solver)
+class SearchCarry(NamedTuple):
+    """What a finite ac-DEC search continues from: the warm start of its first grid's games,
+    where lam* probably is (``lam_hint``, or None) and the games an earlier search solved for the
+    same matrices (``memory``, a :class:`LambdaMemory`, or None); see :func:`solve_acdec` and
+    :func:`solve_acdec_memory`."""
 
-    p, rounds = solver.lam_refine, solver.lam_rounds
-    # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
-    # same loop as the refinements, so the game solver is compiled once.
-    n_init = -(-(solver.lam_grid + 1) // p)
-    first = _first_grid(rng, solver, n_init, lam_hint, dtype)
-    # Buffer layout: [first grid (n_init p) | remembered refinements (r) | new refinements
-    # (rounds p) | with a memory, the point at hi].
-    r = 0 if memory is None else memory.lams.shape[0] - n_init * p
-    n = n_init * p + r + rounds * p + (0 if memory is None else 1)
-    points = lambda_search.empty_points(n, k, m, (jnp.zeros((k,), dtype), jnp.zeros((k,), dtype)), dtype)
-    if memory is None:
-        search = lambda_search.start(points)
-    else:
-        points, seen = _points_from_memory(points, memory, rng, gaps, info, eps2, solver)
-        # A model seen before skips the first grid (its games are remembered), unless its
-        # lam = 0 game was dropped (then [0, lo) would have no bound): the grid is solved again.
-        search = lambda_search.start(points, family, eps2, jnp.where(seen, n_init, 0))
+    warm: WarmStart | None = None
+    lam_hint: jax.Array | None = None
+    memory: LambdaMemory | None = None
 
-    def tol(best):
-        return solver.rtol * jnp.abs(best) + solver.atol + _noise_floor(gaps, info, 0.0)
 
-    search = lambda_search.branch_and_bound(search, family, first, eps2, n_init=n_init, rounds=rounds, p=p,
-                                            offset=r, tail=rng.tail, tol=tol, mu0=mu0, omega0=omega0)
-    _, lower = lambda_search.certified(search, eps2, rng.tail)
-    result = _answer(search, gaps, info, eps2, lower, rng, solver)
-    if memory is None:
-        return result, None
-    return result, _remember(search, eps2, n_init * p, r)
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "eps2"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class FiniteAcdec(_Finite):
+    """The average-constrained DEC of a finite class: min_mu max_nu {mu Delta nu : mu I nu <= eps2}.
+
+    Attributes:
+      gaps: (K, M) Delta or Delta_f (rows actions, columns models).
+      info: (K, M) I_f >= 0.
+      eps2: () the radius eps^2 > 0.
+      gap_type: which gaps ``gaps`` holds (a label: the matrices are given).
+    """
+
+    gaps: jax.Array
+    info: jax.Array
+    eps2: jax.Array
+    gap_type: str = "delta_f"
+    program: ClassVar[str] = "acdec"
+
+    def floor(self):
+        """The rounding floor of the certificate, 50 eps max|Delta|."""
+        return _noise_floor(self.gaps, self.info, 0.0)
+
+    def at(self, lam) -> FiniteOffset:
+        """The matrix game at lam (the lambda search's points)."""
+        return FiniteOffset(self.gaps, self.info, lam, self.gap_type)
+
+    def search(self, solver: S.LambdaSearch, carry) -> S.SearchWork:
+        """The branch and bound of :class:`~e2d_jax.dec.solvers.LambdaSearch` on this program (see
+        the module docstring): the proven range [0, hi], the first grid (lam = 0 and a geometric
+        grid up to hi, or the remembered games), the games at each lam by the solver's inner
+        solver, the minorants psi_omega, and as the answer the candidate mu with the smallest
+        exact objective h(mu), with lam*(mu) (and, with a memory, what to remember)."""
+        gaps, info = self.gaps, self.info
+        carry = carry if isinstance(carry, SearchCarry) else SearchCarry(warm=carry)
+        k, m = gaps.shape
+        dtype = gaps.dtype
+        eps2 = jnp.asarray(self.eps2, dtype)
+        warm = self.cold_start() if carry.warm is None else carry.warm
+        mu0, omega0 = jnp.asarray(warm.mu, dtype), jnp.asarray(warm.omega, dtype)
+        rng = lambda_range(gaps, info, eps2)
+        game = solver.inner_for("finite")
+        scale = jnp.max(jnp.abs(gaps))
+
+        def solve_at(lam, mu_init, om_init):
+            # Tolerance relative to the scale of v(lam) = dec^o + lam eps2, not of dec^o alone
+            # (which is ~0 for large lam); 1e-3 * max|Delta| keeps lam = 0 from chasing a zero.
+            # The game's rounding floor comes on top (FiniteOffset.floor).
+            return S.inner_point(game, self.at(lam), mu_init, om_init, rtol=solver.inner_rtol,
+                                 atol=solver.inner_rtol * (lam * eps2 + 1e-3 * scale))
+
+        def interval_bounds(lams, lowers, mino, eps2_):
+            return _interval_bounds(lams, lowers, *mino, eps2_, subdivide=solver.subdivide)
+
+        family = lambda_search.Family(solve_at=solve_at, minorant=lambda sols: (sols.omega @ gaps.T, sols.omega @ info.T),
+                                      interval_bounds=interval_bounds)
+        p, rounds = solver.lam_refine, solver.lam_rounds
+        # The first grid (lam = 0 and a geometric grid up to hi) is solved in chunks of p by the
+        # same loop as the refinements, so the game solver is compiled once.
+        n_init = -(-(solver.lam_grid + 1) // p)
+        first = _first_grid(rng, solver, n_init, carry.lam_hint, dtype)
+        memory = carry.memory
+        # Buffer layout: [first grid (n_init p) | remembered refinements (r) | new refinements
+        # (rounds p) | with a memory, the point at hi].
+        r = 0 if memory is None else memory.lams.shape[0] - n_init * p
+        n = n_init * p + r + rounds * p + (0 if memory is None else 1)
+        points = lambda_search.empty_points(n, k, m, (jnp.zeros((k,), dtype), jnp.zeros((k,), dtype)), dtype)
+        if memory is None:
+            start = lambda_search.start(points)
+        else:
+            points, seen = _points_from_memory(points, memory, rng, gaps, info, eps2, solver)
+            # A model seen before skips the first grid (its games are remembered), unless its
+            # lam = 0 game was dropped (then [0, lo) would have no bound): the grid is solved again.
+            start = lambda_search.start(points, family, eps2, jnp.where(seen, n_init, 0))
+        plan = lambda_search.Rounds(family=family, first=first, eps2=eps2, n_init=n_init, rounds=rounds, p=p,
+                                    offset=r, tail=rng.tail, mu0=mu0, omega0=omega0)
+
+        def answer(search, lower):
+            cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
+            h, lam_star, _ = jax.vmap(lambda mu: constrained_objective(mu, gaps, info, eps2))(search.points.mus[cand])
+            # Only solved slots (finite totals) are candidates: an unused slot's mu is 0, whose
+            # "objective" h(0) = 0 is not that of a distribution.
+            h = jnp.where(jnp.isfinite(h) & solved, h, jnp.inf)
+            pick = jnp.argmin(h)
+            mu, omega = search.points.mus[cand[pick]], search.points.omegas[cand[pick]]
+            lam = lam_star[pick]
+            value = offset_objective(mu, gaps, info, lam) + lam * eps2
+            after = self.next_start(mu, omega) if memory is None else _remember(search, eps2, n_init * p, r)
+            return loop.Answer(mu=mu, omega=omega, lam=lam, value=value, lower=lower, iterations=search.iterations,
+                               carry=after, finite=rng.feasible & jnp.isfinite(h[pick]))
+
+        return S.SearchWork(rounds=plan, start=start, answer=answer)
+
+
+def solve_acdec(gaps, info, eps2, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
+                warm: WarmStart | None = None, lam_hint=None) -> tuple[DecResult, WarmStart]:
+    """dec^ac_eps by a certified branch-and-bound lambda search (traceable; no checks):
+    ``solver.solve(FiniteAcdec(gaps, info, eps2), SearchCarry(warm, lam_hint))``.
+
+    See the module docstring. ``warm`` starts every game of the first grid (default:
+    uniform mixtures).
+
+    ``lam_hint`` (optional, may be traced): where lam* probably is (an agent's previous
+    lam*). When it is > 0 the first chunk of ``lam_refine`` (>= 5) points becomes lam = 0,
+    hint * {0.8, 1, 1.25} (clipped to the proven range) and ``lam_refine - 4`` geometric points
+    spanning the whole range [hi * lam_lo_ratio, hi], so a basin away from the hint is still
+    sampled and the branch and bound (and the certificate) still cover every lam >= 0; when it
+    is <= 0, or ``lam_refine < 5``, the search is the plain one.
+
+    Returns:
+      ``(DecResult, WarmStart)``: the answer, whose ``value`` = max_g mu (Delta - lam I) e_g
+      + lam eps2 at the returned (lam, mu) (= h(mu)), ``lower_bound`` is certified over all
+      lam >= 0 and ``omega`` is the game's max-player mixture at the chosen lam; and the warm
+      start of the next search.
+    """
+    return solver.solve(FiniteAcdec(gaps, info, eps2), SearchCarry(warm=warm, lam_hint=lam_hint))
+
+
+def solve_acdec_memory(gaps, info, eps2, memory: LambdaMemory, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
+                       warm: WarmStart | None = None) -> tuple[DecResult, LambdaMemory]:
+    """:func:`solve_acdec` continued from the games an earlier search solved for the same
+    matrices (:class:`LambdaMemory`; traceable, no checks).
+
+    With an empty memory this is the plain search (the first grid, then up to ``lam_rounds``
+    refinements). Otherwise the first grid is not solved again: the remembered games give
+    the totals and the interval bounds at this eps2, and the branch and bound refines from
+    there (up to ``lam_rounds`` chunks of ``lam_refine`` games, none if the remembered games
+    already certify the tolerance). The range [0, hi] is re-proven for this eps2; the part
+    above the largest remembered lam is covered by a point at hi whose dec^o lower bound is
+    ``tail - hi eps2`` (and, for lam >= hi, by ``tail``), so the certificate covers every
+    lam >= 0 as in the plain search, and a basin away from the remembered points is refined
+    as soon as its interval's bound is the smallest.
+
+    Returns:
+      ``(DecResult, memory)``: the result and the memory to pass next time (the grid, and the
+      ``solver.memory`` refinement points with the smallest totals at this eps2).
+    """
+    return solver.solve(FiniteAcdec(gaps, info, eps2), SearchCarry(warm=warm, memory=memory))
 
 
 def solve_acdec_tracking(gaps, info, eps2, lam_center, solver: S.LambdaSearch = S.SOLVERS["lambda-search"],
@@ -531,10 +577,11 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, solver: S.LambdaSearch = 
     lams = jnp.concatenate([jnp.zeros((1,), dtype), lam_center * steps])
     scale = jnp.max(jnp.abs(gaps))
     game = solver.inner_for("finite")
+    cold = WarmStart.cold(*gaps.shape, dtype)
 
     def solve_at(lam):
-        atol = solver.inner_rtol * (lam * eps2 + 1e-3 * scale) + _noise_floor(gaps, info, lam)
-        return _solve_game(gaps - lam * info, game, solver.inner_rtol, atol)
+        return S.inner_point(game, FiniteOffset(gaps, info, lam), cold.mu, cold.omega, rtol=solver.inner_rtol,
+                             atol=solver.inner_rtol * (lam * eps2 + 1e-3 * scale))
 
     sols = jax.vmap(solve_at)(lams)
     totals = sols.upper + lams * eps2
@@ -552,12 +599,11 @@ def solve_acdec_tracking(gaps, info, eps2, lam_center, solver: S.LambdaSearch = 
     oms = jnp.concatenate([sols.omega, sols.omega[i_last][None]])
     _, _, bounds = _interval_bounds(pts, lows, oms @ gaps.T, oms @ info.T, eps2, subdivide=solver.subdivide)
     lower = jnp.minimum(jnp.min(bounds), rng.tail)
-    gap = value - lower
-    tol = solver.rtol * jnp.abs(value) + solver.atol + _noise_floor(gaps, info, 0.0)
-    finite = jnp.isfinite(value) & jnp.all(jnp.isfinite(mu)) & rng.feasible
-    status = jnp.where(~finite, Status.NONFINITE, jnp.where(gap <= tol, Status.OK, Status.MAX_ITER))
-    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, status=status.astype(jnp.int32),
-                       iterations=jnp.sum(sols.iterations).astype(jnp.int32), omega=sols.omega[best])
+    answer = loop.Answer(mu=mu, omega=sols.omega[best], lam=lam, value=value, lower=lower,
+                         iterations=jnp.sum(sols.iterations).astype(jnp.int32), carry=None, finite=rng.feasible)
+    status = loop.status(answer, solver.rtol, solver.atol + _noise_floor(gaps, info, 0.0))
+    result = DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=value - lower, status=status,
+                       iterations=answer.iterations, omega=answer.omega)
     return result, lams[best]
 
 
@@ -598,52 +644,6 @@ def _warm(mu0, omega0, k, m, dtype):
         V.check_shape("omega0", omega0, (m,))
     return WarmStart(cold.mu if mu0 is None else jnp.asarray(mu0, dtype),
                      cold.omega if omega0 is None else jnp.asarray(omega0, dtype), cold.step)
-
-
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "eps2"], meta_fields=["gap_type"])
-@dataclasses.dataclass(frozen=True)
-class FiniteAcdec:
-    """The average-constrained DEC of a finite class: min_mu max_nu {mu Delta nu : mu I nu <= eps2}.
-
-    Attributes:
-      gaps: (K, M) Delta or Delta_f (rows actions, columns models).
-      info: (K, M) I_f >= 0.
-      eps2: () the radius eps^2 > 0.
-      gap_type: which gaps ``gaps`` holds (a label: the matrices are given).
-    """
-
-    gaps: jax.Array
-    info: jax.Array
-    eps2: jax.Array
-    gap_type: str = "delta_f"
-    family: ClassVar[str] = "finite"
-    program: ClassVar[str] = "acdec"
-
-    def solve_with(self, solver: S.Solver, carry=None):
-        return solve_acdec(self.gaps, self.info, self.eps2, solver, carry)
-
-
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["gaps", "info", "lam"], meta_fields=["gap_type"])
-@dataclasses.dataclass(frozen=True)
-class FiniteOffset:
-    """The offset DEC of a finite class at a fixed lam: min_mu max_g mu (Delta - lam I) e_g.
-
-    Attributes:
-      gaps: (K, M) Delta or Delta_f.
-      info: (K, M) I_f >= 0.
-      lam: () lam >= 0.
-      gap_type: which gaps ``gaps`` holds (a label).
-    """
-
-    gaps: jax.Array
-    info: jax.Array
-    lam: jax.Array
-    gap_type: str = "delta_f"
-    family: ClassVar[str] = "finite"
-    program: ClassVar[str] = "offset"
-
-    def solve_with(self, solver: S.Solver, carry=None):
-        return solve_offset(self.gaps, self.info, self.lam, solver, carry)
 
 
 @functools.partial(jax.jit, static_argnames=("solver",))

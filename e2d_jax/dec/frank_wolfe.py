@@ -21,7 +21,9 @@ simplex, because L(., omega) is convex and below F), evaluated at the running av
 soft-max weights. The best upper bound (and its mu) and the best lower bound are kept, so the
 returned gap is certified and monotone.
 
-Loop: ``saddle.run_certified`` (a ``lax.while_loop`` over blocks of ``check_every`` steps).
+Loop: blocks of ``check_every`` steps, each followed by the certificate (:func:`block`), run by
+the certified loop of :mod:`e2d_jax.dec.loop` (the :class:`~e2d_jax.dec.solvers.FrankWolfeGrid`
+solver's steps on a fixed-lambda program).
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from e2d_jax.dec.saddle import SaddleSolution, floor_simplex, run_certified
+from e2d_jax.dec import loop
+from e2d_jax.dec.saddle import SaddleSolution, blocks, certified, floor_simplex
 
 
 class FWState(NamedTuple):
@@ -68,7 +71,7 @@ def step(smoothed_grad, state: FWState) -> FWState:
     )
 
 
-def _certify(certificate, state: FWState) -> FWState:
+def certify(certificate, state: FWState) -> FWState:
     up, lo = certificate(state.mu, state.omega_avg)
     better = up < state.upper
     lower = jnp.maximum(state.lower, jnp.where(jnp.isfinite(lo), lo, state.lower))
@@ -78,6 +81,12 @@ def _certify(certificate, state: FWState) -> FWState:
         upper=jnp.where(better, up, state.upper),
         lower=lower,
     )
+
+
+def block(smoothed_grad, certificate, state: FWState, check_every: int) -> FWState:
+    """``check_every`` steps, then the certificate (:func:`certify`)."""
+    state = jax.lax.fori_loop(0, check_every, lambda _, x: step(smoothed_grad, x), state)
+    return certify(certificate, state)
 
 
 def solve(
@@ -91,16 +100,21 @@ def solve(
     check_every: int = 10,
     tau0=None,
 ) -> SaddleSolution:
-    """Smoothed Frank-Wolfe from ``mu0`` (warm-startable) with a step budget and a tolerance.
+    """Smoothed Frank-Wolfe from ``mu0`` (warm-startable) with a step budget and a tolerance,
+    for a problem of one's own given by its callbacks (the DEC programs of the library run
+    through :class:`~e2d_jax.dec.solvers.FrankWolfeGrid`, which takes the same steps).
 
     Returns a ``SaddleSolution`` (mu, omega = averaged soft-max weights, upper = F(mu),
     certified lower bound, gap, iterations, status).
     """
-    state = init(smoothed_grad, certificate, mu0, tau0)
-    state, status = run_certified(state, lambda x: step(smoothed_grad, x), lambda x: _certify(certificate, x),
-                                  maxiter=maxiter, check_every=check_every, rtol=rtol, atol=atol)
+    every, n_blocks = blocks(maxiter, check_every)
+    state = loop.run(lambda x: block(smoothed_grad, certificate, x, every), init(smoothed_grad, certificate, mu0, tau0),
+                     steps=n_blocks, min_steps=1, done=lambda x: loop.converged(x.upper, x.lower, rtol, atol),
+                     halted=lambda x: ~certified(x))
+    answer = loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=jnp.zeros((), state.upper.dtype),
+                         value=state.upper, lower=state.lower, iterations=state.iter_num, carry=None)
     return SaddleSolution(
         mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
         gap=state.upper - state.lower, iterations=state.iter_num,
-        status=status, step=state.tau0,
+        status=loop.status(answer, rtol, atol), step=state.tau0,
     )

@@ -5,7 +5,7 @@
 Delta_f or Delta) compute with the saddle-point solver, with the same arguments and the same
 ``(DecResult, WarmStart)`` answer: optimistic mirror-prox with the adaptive step, the certificate
 at the last iterate, at the average and of the best mu against the averaged max player, and the
-loop of :func:`e2d_jax.dec.saddle.run_certified` (blocks of ``check_every`` steps, each followed
+loop of :class:`e2d_jax.dec.solvers.Saddle` (blocks of ``check_every`` steps, each followed
 by a certificate, until ``upper - lower <= rtol |upper| + atol`` or ``maxiter`` steps; see
 ``e2d_jax.dec.saddle`` and ``e2d_jax.dec.linear`` for the mathematics). Under XLA one solve is
 hundreds of small kernels per step; here a block of problems keeps its whole state on chip from
@@ -75,7 +75,6 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pl_triton
 
 from e2d_jax import _checks as V
-from e2d_jax.dec import solvers as S
 from e2d_jax.dec.saddle import FLOOR
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
@@ -572,7 +571,7 @@ class _MirrorProx:
         return upper - lower <= spec.rtol * jnp.abs(upper) + spec.atol
 
     def run(self) -> _SolverState:
-        """saddle.run_certified: blocks of ``check_every`` steps, each followed by a certificate,
+        """The saddle-point solver's loop: blocks of ``check_every`` steps, each followed by a certificate,
         while any problem of the block is active (a problem that stopped keeps its values)."""
         spec = self.blk.spec
         check_every = max(1, min(spec.check_every, spec.maxiter))
@@ -601,7 +600,7 @@ class _MirrorProx:
 
 
 def _write_answer(solver: _MirrorProx, state: _SolverState, out_ref, iout_ref):
-    """The answer into the output slabs, with saddle.run_certified's status and
+    """The answer into the output slabs, with the certified loop's status and
     dec.linear's DecResult fields."""
     blk, kp = solver.blk, solver.blk.kp
     finite_mu = jnp.min(jnp.where(blk.real, jnp.isfinite(state.best_mu), True).astype(jnp.int32), axis=0) > 0
@@ -719,7 +718,7 @@ def _spec(form, s, config, gap_type, interpret, block) -> _Spec:
         if not hasattr(config, name):
             raise ValueError(f"config must have maxiter, check_every, rtol and atol (e.g. a "
                              f"e2d_jax.dec.solvers.Saddle), got {type(config).__name__} without {name!r}")
-    if isinstance(config, S.Solver) and not isinstance(config, S.Saddle):
+    if not hasattr(config, "kernel"):
         raise ValueError(f"config: the fused path runs the saddle-point solver (a Saddle), got {type(config).__name__}")
     maxiter = V.check_int("config.maxiter", config.maxiter, minimum=1)
     check_every = V.check_int("config.check_every", config.check_every, minimum=1)

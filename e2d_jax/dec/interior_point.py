@@ -155,8 +155,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from e2d_jax import _linalg
+from e2d_jax.dec import loop
 from e2d_jax.envs.linear import ObservableSpan
-from e2d_jax.types import GAP_TYPES, Status
+from e2d_jax.types import GAP_TYPES
 
 #: Default budget: Newton iterations of the fixed loop.
 MAXITER = 25
@@ -512,12 +513,26 @@ def _check(s: ObservableSpan, r, gap_type, maxiter):
         raise ValueError(f"r must have shape (K,) = {(k,)}, got {jnp.shape(r)}")
 
 
+def symmetrised(s: ObservableSpan) -> ObservableSpan:
+    """The span with exactly symmetric Gram matrices: the Cholesky factor reads one triangle and
+    the quadratic forms of the certificate both (a float32 span's Gram matrices differ by an ulp
+    across them)."""
+    return s._replace(grams=0.5 * (s.grams + jnp.swapaxes(s.grams, -1, -2)), null_proj=0.5 * (s.null_proj + s.null_proj.T))
+
+
+def halted(state: InteriorPointState) -> jax.Array:
+    """Stop without the tolerance: a NaN objective or an infinite lower bound (an upper bound of
+    +inf only means that none is certified yet), or four rejected steps in a row."""
+    return jnp.isnan(state.upper) | ~jnp.isfinite(state.lower) | (state.failures >= 4)
+
+
 def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int = MAXITER, rtol: float = 1e-4,
           atol: float = 0.0, mu0=None, omega0=None, early_stop: bool = True) -> InteriorPointSolution:
     """min_{mu in simplex} max_b r_b - <mu, r> + c_b(mu) / (4 lambda), with a certified gap.
 
-    Traceable (jit, vmap over problems and over ``lam``); the checks are on static shapes and
-    configuration only. The Gram matrices are symmetrised first (the pieces below assume it).
+    The steps of :class:`~e2d_jax.dec.solvers.InteriorPoint`, for a span and rewards given
+    directly. Traceable (jit, vmap over problems and over ``lam``); the checks are on static
+    shapes and configuration only. The Gram matrices are symmetrised first (:func:`symmetrised`).
 
     Args:
       s: the model class in observable-span coordinates (features (K, r), grams (K, r, r),
@@ -536,34 +551,15 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
       InteriorPointSolution (shapes as in the problem, dtype of ``s.features``).
     """
     _check(s, r, gap_type, maxiter)
-    # Exactly symmetric data: the Cholesky factor reads one triangle and the quadratic forms
-    # of the certificate both (a float32 span's Gram matrices differ by an ulp across them).
-    s = s._replace(grams=0.5 * (s.grams + jnp.swapaxes(s.grams, -1, -2)), null_proj=0.5 * (s.null_proj + s.null_proj.T))
+    s = symmetrised(s)
     dtype = s.features.dtype
     r = jnp.asarray(r, dtype)
     lam = jnp.asarray(lam, dtype)
-    state = init(s, r, lam, gap_type, mu0, omega0)
-
-    def done(st):
-        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
-
-    def broken(st):  # (an upper bound of +inf only means that none is certified yet)
-        return jnp.isnan(st.upper) | ~jnp.isfinite(st.lower)
-
-    def advance(st):
-        return step(s, r, lam, st, gap_type)
-
-    if early_stop:
-        state = lax.while_loop(lambda st: (st.iter_num < maxiter) & ~done(st) & ~broken(st) & (st.failures < 4),
-                               advance, state)
-    else:
-        def body(_, st):
-            frozen = done(st) | broken(st) | (st.failures >= 4)
-            return jax.tree_util.tree_map(lambda old, new: jnp.where(frozen, old, new), st, advance(st))
-
-        state = lax.fori_loop(0, maxiter, body, state)
-    ok_values = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
-    status = jnp.where(~ok_values, Status.NONFINITE, jnp.where(done(state), Status.OK, Status.MAX_ITER))
+    state = loop.run(lambda st: step(s, r, lam, st, gap_type), init(s, r, lam, gap_type, mu0, omega0),
+                     steps=maxiter, done=lambda st: loop.converged(st.upper, st.lower, rtol, atol), halted=halted,
+                     early_stop=early_stop, count=lambda st: st.iter_num)
+    answer = loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=lam, value=state.upper, lower=state.lower,
+                         iterations=state.iter_num, carry=None)
     return InteriorPointSolution(mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
                                  gap=state.upper - state.lower, iterations=state.iter_num,
-                                 status=status.astype(jnp.int32))
+                                 status=loop.status(answer, rtol, atol))

@@ -5,19 +5,25 @@ eps^2 (paper eq. (different-decs)). v need not be convex, so lambda is searched 
 that provably contains the minimiser, with a certified lower bound over the whole range.
 Two searches live here:
 
-* :func:`grid_search`: a geometric grid solved in one batched call, zoomed in twice around
-  the best point (the grid solvers, the paper's mode).
-* :func:`branch_and_bound`: best-first branch and bound (the :class:`LambdaSearch` solver):
-  each round solves ``p`` new lambdas in one batched call inside the interval whose certified
-  lower bound is the smallest, so a second basin between grid points is never missed
-  silently, and it stops when the certified gap meets the tolerance.
+* the grid (:func:`grid_start`, :func:`grid_refine`, :func:`grid_result`): a geometric grid
+  solved in one batched call, zoomed in twice around the best point (the grid solvers, the
+  paper's mode);
+* best-first branch and bound (:func:`start`, :func:`round_step`, :func:`certified`; the
+  :class:`~e2d_jax.dec.solvers.LambdaSearch` solver): each round solves ``p`` new lambdas in
+  one batched call inside the interval whose certified lower bound is the smallest, so a
+  second basin between grid points is never missed silently, and it stops when the certified
+  gap meets the tolerance.
+
+The solvers of :mod:`e2d_jax.dec.solvers` take these steps in the certified loop of
+:mod:`e2d_jax.dec.loop` (a grid's rounds unrolled; the branch and bound's rounds a
+``lax.while_loop`` with fixed-size buffers, so the inner solver is compiled once).
 
 Certified lower bounds on an interval [l_i, l_{i+1}] between evaluated lambdas:
 
 * zero order: dec^o decreases in lambda (the information term is >= 0) and lambda eps^2
   increases, so v(lambda) >= lb(l_{i+1}) + l_i eps^2, with lb(l) the inner solver's certified
   lower bound at l;
-* first order (:func:`branch_and_bound` only): every evaluated point also gives a *minorant*,
+* first order (the branch and bound only): every evaluated point also gives a *minorant*,
   a function m(lambda) <= dec^o_lambda for every lambda that equals (about) dec^o at its own
   point: for a finite class the game's value at a fixed max-player mixture omega, min_pi
   (Delta omega - lambda I omega)_pi; for a linear model the linearisation at the solution mu
@@ -45,49 +51,44 @@ class GridResult(NamedTuple):
     iterations: jax.Array  # () int32 total inner iterations
 
 
-def grid_search(
-    solve_at: Callable,
-    lam_lo: jax.Array,
-    lam_hi: jax.Array,
-    eps2: jax.Array,
-    *,
-    num: int = 50,
-    refine: int = 12,
-    rounds: int = 2,
-) -> GridResult:
-    """Searches lambda in [lam_lo, lam_hi].
+class GridState(NamedTuple):
+    """The rounds of a grid search so far (its rounds are unrolled: the arrays of each round
+    have that round's size)."""
 
-    Args:
-      solve_at: ``lam () -> solution`` with fields ``upper`` (inner value at lam, without
-        lam * eps2), ``lower`` (certified inner lower bound) and ``iterations``; it is
-        ``vmap``-ed over the grid.
-      lam_lo: a range known to contain the minimiser (0 < lam_lo < lam_hi).
-      lam_hi: see ``lam_lo``.
-      eps2: the radius eps^2.
-      num: points in the first grid (geometric).
-      refine: points in each refinement grid.
-      rounds: refinement rounds (0 = grid only).
+    lams: tuple  # each round's lambdas
+    sols: tuple  # each round's inner solutions (pytrees with a leading axis)
+
+
+def grid_start(solve_at: Callable, lam_lo, lam_hi, num: int) -> GridState:
+    """The first grid: ``num`` geometric points on [lam_lo, lam_hi], a range known to contain
+    the minimiser, solved in one batched call.
+
+    ``solve_at``: ``lam () -> solution`` with fields ``upper`` (inner value at lam, without
+    lam * eps2), ``lower`` (certified inner lower bound), ``iterations``, ``mu`` and
+    ``omega``; it is ``vmap``-ed over the grid.
     """
-    batched = jax.vmap(solve_at)
     lams = jnp.geomspace(lam_lo, lam_hi, num)
-    sols = batched(lams)
-    all_lams, all_sols = [lams], [sols]
-    left_idx = lambda i, n: jnp.clip(i - 1, 0, n - 1)
-    cur_lams, cur_sols = lams, sols
-    for _ in range(rounds):
-        total = cur_sols.upper + cur_lams * eps2
-        total = jnp.where(jnp.isfinite(total), total, jnp.inf)
-        i = jnp.argmin(total)
-        n = cur_lams.shape[0]
-        lo = cur_lams[left_idx(i, n)]
-        hi = cur_lams[jnp.clip(i + 1, 0, n - 1)]
-        # Interior points only: the end points were solved already.
-        cur_lams = jnp.geomspace(lo, hi, refine + 2)[1:-1]
-        cur_sols = batched(cur_lams)
-        all_lams.append(cur_lams)
-        all_sols.append(cur_sols)
-    lams = jnp.concatenate(all_lams)
-    sols = jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *all_sols)
+    return GridState(lams=(lams,), sols=(jax.vmap(solve_at)(lams),))
+
+
+def grid_refine(solve_at: Callable, state: GridState, eps2, refine: int) -> GridState:
+    """One refinement round: ``refine`` points strictly between the neighbours of the last
+    round's best point (its end points were solved already)."""
+    cur_lams, cur_sols = state.lams[-1], state.sols[-1]
+    total = cur_sols.upper + cur_lams * eps2
+    total = jnp.where(jnp.isfinite(total), total, jnp.inf)
+    i = jnp.argmin(total)
+    n = cur_lams.shape[0]
+    lo = cur_lams[jnp.clip(i - 1, 0, n - 1)]
+    hi = cur_lams[jnp.clip(i + 1, 0, n - 1)]
+    lams = jnp.geomspace(lo, hi, refine + 2)[1:-1]
+    return GridState(lams=state.lams + (lams,), sols=state.sols + (jax.vmap(solve_at)(lams),))
+
+
+def grid_result(state: GridState, eps2) -> GridResult:
+    """The best point of every round's, and the certified lower bound over the range."""
+    lams = jnp.concatenate(state.lams)
+    sols = jax.tree_util.tree_map(lambda *x: jnp.concatenate(x), *state.sols)
     total = sols.upper + lams * eps2
     total = jnp.where(jnp.isfinite(total), total, jnp.inf)
     best = jnp.argmin(total)
@@ -130,7 +131,7 @@ class Points(NamedTuple):
 
 
 class Search(NamedTuple):
-    """The state of :func:`branch_and_bound`: the points, the sorted order of their lambdas,
+    """The state of the branch and bound (:func:`round_step`): the points, the sorted order of their lambdas,
     the certified lower bound of v on each interval between consecutive sorted lambdas, the
     inner iterations spent and the round."""
 
@@ -142,7 +143,7 @@ class Search(NamedTuple):
 
 
 class Family(NamedTuple):
-    """What :func:`branch_and_bound` needs of a model family's problem.
+    """What the branch and bound (:func:`round_step`) needs of a model family's problem.
 
     Attributes:
       solve_at: ``(lam, mu_init, omega_init) -> solution`` with fields ``upper``, ``lower``,
@@ -217,56 +218,51 @@ def next_lams(search: Search, first, n_init: int, p: int, eps2):
     return jnp.where(initial, chunk, refined), initial, start_from
 
 
-def branch_and_bound(search: Search, family: Family, first, eps2, *, n_init: int, rounds: int, p: int,
-                     offset: int = 0, tail=jnp.inf, tol: Callable, mu0, omega0) -> Search:
-    """Runs the search: the first grid ``first`` (``n_init`` chunks of ``p``) then up to
-    ``rounds`` best-first refinements, stopping when ``tol(best)`` >= best - lower.
+class Rounds(NamedTuple):
+    """How a branch and bound runs: the first grid ``first`` (``n_init`` chunks of ``p``
+    lambdas), then up to ``rounds`` best-first refinements of ``p`` lambdas each.
 
     Slots: the first grid's chunk j goes to ``[j p, (j + 1) p)``, refinement round j (counted
     with the grid's rounds) to ``offset + j p`` (``offset`` leaves room for remembered points).
-    Every round is one batched call of ``family.solve_at`` (vmapped over the ``p`` lambdas).
-    A ``lax.while_loop`` over rounds, so the inner solver is compiled once; under ``vmap`` over
-    problems it runs until the slowest problem stops.
-
-    Args:
-      search: the state to continue from (:func:`start`).
-      family: the problem's callbacks.
-      first: (n_init p,) the first grid.
-      eps2: the radius eps^2.
-      n_init: chunks of the first grid (rounds below ``n_init`` solve the grid).
-      rounds: refinement rounds at most.
-      p: lambdas per round.
-      offset: slots between the first grid and the refinements.
-      tail: lower bound on v beyond the range.
-      tol: ``best -> tolerance`` of the certified gap.
-      mu0: the warm start of the first grid's games.
-      omega0: see ``mu0``.
+    ``tail`` is a lower bound on v beyond the range, ``mu0`` / ``omega0`` the warm start of the
+    first grid's solves.
     """
 
-    def converged(s):
-        best, lower = certified(s, eps2, tail)
-        return best - lower <= tol(best)
+    family: Family
+    first: jax.Array
+    eps2: jax.Array
+    n_init: int
+    rounds: int
+    p: int
+    offset: int
+    tail: jax.Array
+    mu0: jax.Array
+    omega0: jax.Array
 
-    def cond(s):
-        refine = (s.round < n_init + rounds) & ~converged(s) & jnp.isfinite(jnp.min(totals(s.points, eps2)))
-        return (s.round < n_init) | refine
 
-    def body(s):
-        new, initial, start_from = next_lams(s, first, n_init, p, eps2)
-        pts = s.points
-        mu_init = jnp.where(initial, mu0, pts.mus[start_from])
-        om_init = jnp.where(initial, omega0, pts.omegas[start_from])
-        sols = jax.vmap(family.solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
-        at = jnp.where(initial, s.round * p, s.round * p + offset)
-        lams, lowers = _put(pts.lams, new, at), _put(pts.lowers, sols.lower, at)
-        minorant = jax.tree_util.tree_map(lambda buf, x: _put(buf, x, at), pts.minorant, family.minorant(sols))
-        order, _, bounds = family.interval_bounds(lams, lowers, minorant, eps2)
-        points = Points(lams=lams, uppers=_put(pts.uppers, sols.upper, at), lowers=lowers,
-                        mus=_put(pts.mus, sols.mu, at), omegas=_put(pts.omegas, sols.omega, at), minorant=minorant)
-        return Search(points=points, order=order, bounds=bounds,
-                      iterations=s.iterations + jnp.sum(sols.iterations).astype(jnp.int32), round=s.round + 1)
+def round_step(s: Search, plan: Rounds) -> Search:
+    """One round: ``p`` lambdas (:func:`next_lams`) solved in one batched call of
+    ``plan.family.solve_at`` (vmapped over them), written to their slots, and every interval's
+    bound recomputed."""
+    family, p = plan.family, plan.p
+    new, initial, start_from = next_lams(s, plan.first, plan.n_init, p, plan.eps2)
+    pts = s.points
+    mu_init = jnp.where(initial, plan.mu0, pts.mus[start_from])
+    om_init = jnp.where(initial, plan.omega0, pts.omegas[start_from])
+    sols = jax.vmap(family.solve_at, in_axes=(0, None, None))(new, mu_init, om_init)
+    at = jnp.where(initial, s.round * p, s.round * p + plan.offset)
+    lams, lowers = _put(pts.lams, new, at), _put(pts.lowers, sols.lower, at)
+    minorant = jax.tree_util.tree_map(lambda buf, x: _put(buf, x, at), pts.minorant, family.minorant(sols))
+    order, _, bounds = family.interval_bounds(lams, lowers, minorant, plan.eps2)
+    points = Points(lams=lams, uppers=_put(pts.uppers, sols.upper, at), lowers=lowers,
+                    mus=_put(pts.mus, sols.mu, at), omegas=_put(pts.omegas, sols.omega, at), minorant=minorant)
+    return Search(points=points, order=order, bounds=bounds,
+                  iterations=s.iterations + jnp.sum(sols.iterations).astype(jnp.int32), round=s.round + 1)
 
-    return lax.while_loop(cond, body, search)
+
+def evaluated(s: Search, eps2) -> jax.Array:
+    """Whether some evaluated lambda has a finite v (a search with none stops)."""
+    return jnp.isfinite(jnp.min(totals(s.points, eps2)))
 
 
 def candidates(search: Search, eps2, count: int):

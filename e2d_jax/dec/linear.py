@@ -56,14 +56,13 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax import _checks as V
-from e2d_jax.dec import frank_wolfe, fused, interior_point, lambda_search, saddle
+from e2d_jax.dec import lambda_search, loop, saddle
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
-from e2d_jax.types import GAP_TYPES, DecResult, Status, WarmStart
+from e2d_jax.types import GAP_TYPES, DecResult, WarmStart
 
 
 
@@ -346,61 +345,165 @@ def _interval_bounds(lams, lowers, minorant, eps2, *, s: ObservableSpan, r, gap_
     return order, sl, bounds
 
 
-def _family(s: ObservableSpan, r, eps2, solver: S.LambdaSearch, gap_type) -> lambda_search.Family:
-    """The linear model's callbacks of the branch and bound: the offset DEC at each lam by
-    ``solver``'s inner solver, and the minorants of :func:`_interval_bounds` (each point's
-    (mu, omega))."""
-    inner = solver.inner_for("linear")
-
-    def solve_at(lam, mu_init, om_init):
-        atol = solver.inner_rtol * lam * eps2
-        if isinstance(inner, S.InteriorPoint):
-            return interior_point.solve(s, r, lam, gap_type=gap_type, maxiter=inner.maxiter, rtol=solver.inner_rtol,
-                                        atol=atol, mu0=mu_init, omega0=om_init, early_stop=inner.early_stop)
-        grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-        return saddle.solve(grads, cert, mu_init, om_init, maxiter=inner.maxiter, rtol=solver.inner_rtol,
-                            atol=atol, check_every=inner.check_every)
-
-    def interval_bounds(lams, lowers, minorant, eps2_):
-        return _interval_bounds(lams, lowers, minorant, eps2_, s=s, r=r, gap_type=gap_type,
-                                subdivide=solver.subdivide)
-
-    return lambda_search.Family(solve_at=solve_at, minorant=lambda sols: (sols.mu, sols.omega),
-                                interval_bounds=interval_bounds)
+# --------------------------------------------------------------------------------------
+# The programs, as the solvers of e2d_jax.dec.solvers take them
 
 
-def _search_acdec(s: ObservableSpan, r, eps2, solver: S.LambdaSearch, warm: WarmStart, gap_type):
-    """The ac-DEC by the certified branch-and-bound lambda search over the proven range
-    [lo, hi] (:func:`lambda_range`). Returns ``(mu, omega, lower, iterations)``."""
-    k = s.features.shape[0]
-    dtype = s.features.dtype
-    lo, hi = lambda_range(s, r, eps2, warm.mu, gap_type)
-    family = _family(s, r, eps2, solver, gap_type)
-    p = solver.lam_refine
-    n_init = -(-solver.lam_grid // p)
-    g = n_init * p
-    first = lo * (hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
-    n = g + solver.lam_rounds * p
-    zero = jnp.zeros((k,), dtype)
-    points = lambda_search.empty_points(n, k, k, (zero, zero), dtype)
-    search = lambda_search.branch_and_bound(
-        lambda_search.start(points), family, first, eps2, n_init=n_init, rounds=solver.lam_rounds, p=p, offset=0,
-        tol=lambda best: solver.rtol * jnp.abs(best) + solver.atol, mu0=warm.mu, omega0=warm.omega)
-    _, lower = lambda_search.certified(search, eps2, jnp.inf)
-    cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
+def _as(dtype, x):
+    return jnp.asarray(x, dtype)
 
-    def exact(mu):
-        return exact_value(mu, s, None, eps2, gap_type, r=r)[0]
 
-    values = jnp.where(solved, jax.vmap(exact)(search.points.mus[cand]), jnp.inf)
-    pick = cand[jnp.argmin(values)]
-    return search.points.mus[pick], search.points.omegas[pick], lower, search.iterations
+class _Linear:
+    """What both linear programs give the solvers (see :mod:`e2d_jax.dec.solvers`)."""
+
+    family: ClassVar[str] = "linear"
+
+    def floor(self):
+        """The rounding floor added to the absolute tolerance: none (the certificates are
+        formed to a few ulps of their terms; see :mod:`e2d_jax.dec.interior_point`)."""
+        return None
+
+    def cold_start(self) -> WarmStart:
+        return WarmStart.cold(self.span.features.shape[0], dtype=self.span.features.dtype)
+
+    @staticmethod
+    def next_start(mu, omega, step) -> WarmStart:
+        return WarmStart(mu, omega, step)
+
+    def rewards(self):
+        """r_b = <phi_b, f_hat>, (K,)."""
+        return self.span.features @ self.f_hat
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "lam"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class LinearOffset(_Linear):
+    """The offset DEC of a linear model at a fixed lambda, in observable-span coordinates:
+    min_mu max_b a_b(mu) + c_b(mu) / (4 lambda) (see the module docstring).
+
+    Attributes:
+      span: the model's observable span.
+      f_hat: (r,) the reference model in span coordinates.
+      lam: () lambda > 0.
+      gap_type: ``"delta_f"`` or ``"delta"``.
+    """
+
+    span: ObservableSpan
+    f_hat: jax.Array
+    lam: jax.Array
+    gap_type: str = "delta_f"
+    program: ClassVar[str] = "offset"
+
+    def saddle_form(self) -> saddle.SaddleForm:
+        """L(mu, omega) = sum_b omega_b h_b(mu) (:func:`_offset_problem`); the answer is the
+        objective of mu at the given lambda."""
+        lam = _as(self.span.features.dtype, self.lam)
+        grads, cert, _ = _offset_problem(self.span, self.rewards(), lam, self.gap_type)
+        return saddle.SaddleForm(grads, cert, lambda upper, aux: (lam, upper))
+
+    def smoothed_form(self):
+        """``(smoothed_grad, certificate)`` of the fixed-lambda program for Frank-Wolfe."""
+        _, cert, smooth = _offset_problem(self.span, self.rewards(), _as(self.span.features.dtype, self.lam),
+                                          self.gap_type)
+        return smooth, cert
+
+
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "eps2"], meta_fields=["gap_type"])
+@dataclasses.dataclass(frozen=True)
+class LinearAcdec(_Linear):
+    """The ac-DEC of a linear model in observable-span coordinates (see the module docstring).
+
+    Attributes:
+      span: the model's :class:`~e2d_jax.envs.linear.ObservableSpan`.
+      f_hat: (r,) the reference model in span coordinates (U^T f_hat).
+      eps2: () the radius eps^2 > 0.
+      gap_type: ``"delta_f"`` or ``"delta"``.
+    """
+
+    span: ObservableSpan
+    f_hat: jax.Array
+    eps2: jax.Array
+    gap_type: str = "delta_f"
+    program: ClassVar[str] = "acdec"
+
+    def _eps2(self):
+        return _as(self.span.features.dtype, self.eps2)
+
+    def saddle_form(self) -> saddle.SaddleForm:
+        """The exact form L(mu, omega) = omega.a(mu) + eps sqrt(omega.c(mu)) (gaps Delta_f;
+        :func:`_exact_problem`), whose certificate also returns lambda*(mu) and psi(lambda*, mu)."""
+        grads, cert = _exact_problem(self.span, self.rewards(), self._eps2())
+        return saddle.SaddleForm(grads, cert, lambda upper, aux: aux)
+
+    def at(self, lam) -> LinearOffset:
+        """The offset DEC at lambda (the lambda searches' points)."""
+        return LinearOffset(self.span, self.f_hat, lam, self.gap_type)
+
+    def lambda_range(self, mu_ref):
+        """``(lo, hi)``: a range that provably contains the minimising lambda (:func:`lambda_range`)."""
+        return lambda_range(self.span, self.rewards(), self._eps2(), mu_ref, self.gap_type)
+
+    def exact_answer(self, mu):
+        """``(lambda*(mu), psi(lambda*, mu))``: the exact minimiser over lambda for mu, and the
+        objective honestly evaluated there."""
+        r = self.rewards()
+        c = feature_norms(mu, self.span)[0] if self.gap_type == "delta_f" else delta_norms(mu, self.span)
+        eps2 = self._eps2()
+        _, lam, _ = best_lambda(r - mu @ r, c, eps2)
+        return lam, _psi_value(r - mu @ r, c, lam, eps2)
+
+    def search(self, solver: S.LambdaSearch, carry) -> "S.SearchWork":
+        """The branch and bound of :class:`~e2d_jax.dec.solvers.LambdaSearch` on this program:
+        the proven range [lo, hi] (:func:`lambda_range`), a geometric first grid over it, each
+        point an offset DEC by the solver's inner solver at the tolerance ``inner_rtol``
+        (relative to lambda eps^2), the minorants of :func:`_interval_bounds` (each point's
+        (mu, omega)), and as the answer the candidate mu with the smallest exact objective, with
+        lambda*(mu)."""
+        s, r, eps2 = self.span, self.rewards(), self._eps2()
+        k = s.features.shape[0]
+        dtype = s.features.dtype
+        warm = self.cold_start() if carry is None else carry
+        inner = solver.inner_for("linear")
+
+        def solve_at(lam, mu_init, om_init):
+            return S.inner_point(inner, self.at(lam), mu_init, om_init, rtol=solver.inner_rtol,
+                                 atol=solver.inner_rtol * lam * eps2)
+
+        def interval_bounds(lams, lowers, minorant, eps2_):
+            return _interval_bounds(lams, lowers, minorant, eps2_, s=s, r=r, gap_type=self.gap_type,
+                                    subdivide=solver.subdivide)
+
+        family = lambda_search.Family(solve_at=solve_at, minorant=lambda sols: (sols.mu, sols.omega),
+                                      interval_bounds=interval_bounds)
+        lo, hi = lambda_range(s, r, eps2, warm.mu, self.gap_type)
+        p = solver.lam_refine
+        n_init = -(-solver.lam_grid // p)
+        g = n_init * p
+        first = lo * (hi / lo) ** (jnp.arange(g, dtype=dtype) / max(g - 1, 1))
+        n = g + solver.lam_rounds * p
+        zero = jnp.zeros((k,), dtype)
+        rounds = lambda_search.Rounds(family=family, first=first, eps2=eps2, n_init=n_init, rounds=solver.lam_rounds,
+                                      p=p, offset=0, tail=jnp.inf, mu0=warm.mu, omega0=warm.omega)
+        start = lambda_search.start(lambda_search.empty_points(n, k, k, (zero, zero), dtype))
+
+        def answer(search, lower):
+            cand, solved = lambda_search.candidates(search, eps2, min(solver.candidates, n))
+            values = jnp.where(solved, jax.vmap(lambda mu: exact_value(mu, s, None, eps2, self.gap_type, r=r)[0])(
+                search.points.mus[cand]), jnp.inf)
+            pick = cand[jnp.argmin(values)]
+            mu, omega = search.points.mus[pick], search.points.omegas[pick]
+            lam, value = self.exact_answer(mu)
+            return loop.Answer(mu=mu, omega=omega, lam=lam, value=value, lower=lower, iterations=search.iterations,
+                               carry=WarmStart(mu, omega, jnp.zeros((), dtype)), finite=jnp.isfinite(lam))
+
+        return S.SearchWork(rounds=rounds, start=start, answer=answer)
 
 
 def solve_acdec(s: ObservableSpan, f_hat_r, eps2, solver: S.Solver = S.SOLVERS["saddle"],
                 warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """ac-DEC in observable-span coordinates (``f_hat_r`` = U^T f_hat), warm-startable
-    (traceable; no argument checks beyond the solver's fit).
+    (traceable; no argument checks beyond the solver's fit): ``solver.solve(LinearAcdec(...),
+    warm)``.
 
     Args:
       s: the observable span.
@@ -416,179 +519,24 @@ def solve_acdec(s: ObservableSpan, f_hat_r, eps2, solver: S.Solver = S.SOLVERS["
     Returns:
       ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
     """
-    solver.check("linear", "acdec", gap_type)
-    warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
-    if isinstance(solver, S.Saddle):
-        return _saddle_kernel(solver, s, lambda: _acdec_saddle(s, f_hat_r, eps2, solver, warm),
-                              lambda interpret: fused.solve_acdec(s, f_hat_r, eps2, solver, warm, gap_type,
-                                                                  interpret=interpret))
-    mu0, omega0 = warm.mu, warm.omega
-    dtype = s.features.dtype
-    r = s.features @ f_hat_r
-    eps2 = jnp.asarray(eps2, dtype)
-    if isinstance(solver, S.LambdaSearch):
-        mu, omega, lower, iters = _search_acdec(s, r, eps2, solver, warm, gap_type)
-    else:
-        lo, hi = lambda_range(s, r, eps2, mu0, gap_type)
-
-        def solve_at(lam):
-            grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-            if isinstance(solver, S.FrankWolfeGrid):
-                return frank_wolfe.solve(smooth, cert, mu0, maxiter=solver.maxiter, rtol=solver.rtol,
-                                         atol=solver.atol, check_every=solver.check_every)
-            return saddle.solve(grads, cert, mu0, omega0, maxiter=solver.maxiter, rtol=solver.rtol,
-                                atol=solver.atol, check_every=solver.check_every)
-
-        grid = lambda_search.grid_search(solve_at, lo, hi, eps2, num=solver.lam_grid,
-                                         refine=solver.lam_refine, rounds=solver.lam_rounds)
-        sol = grid.index_solution
-        mu, omega, lower, iters = sol.mu, sol.omega, grid.lower_bound, grid.iterations
-    # lambda*(mu) exactly for the returned mu, then psi honestly evaluated there.
-    c = feature_norms(mu, s)[0] if gap_type == "delta_f" else delta_norms(mu, s)
-    _, lam, _ = best_lambda(r - mu @ r, c, eps2)
-    value = _psi_value(r - mu @ r, c, lam, eps2)
-    return _result(mu, omega, lam, value, lower, iters, solver), WarmStart(mu, omega, jnp.zeros((), dtype))
-
-
-def _result(mu, omega, lam, value, lower, iters, solver) -> DecResult:
-    gap = value - lower
-    converged = gap <= solver.rtol * jnp.abs(value) + solver.atol
-    finite = jnp.isfinite(value) & jnp.isfinite(lower) & jnp.all(jnp.isfinite(mu)) & jnp.isfinite(lam)
-    status = jnp.where(~finite, Status.NONFINITE, jnp.where(converged, Status.OK, Status.MAX_ITER))
-    return DecResult(mu=mu, lam=lam, value=value, lower_bound=lower, gap=gap, iterations=iters,
-                     status=status.astype(jnp.int32), omega=omega)
-
-
-def _acdec_saddle(s: ObservableSpan, f_hat_r, eps2, solver: S.Saddle, warm: WarmStart):
-    """The exact form by mirror-prox, under XLA."""
-    r = s.features @ f_hat_r
-    eps2 = jnp.asarray(eps2, s.features.dtype)
-    grads, cert = _exact_problem(s, r, eps2)
-    sol = saddle.solve(grads, cert, warm.mu, warm.omega, maxiter=solver.maxiter, rtol=solver.rtol,
-                       atol=solver.atol, check_every=solver.check_every, step0=warm.step)
-    lam, value = sol.aux  # from the certificate of the returned mu
-    return (_result(sol.mu, sol.omega, lam, value, sol.lower, sol.iterations, solver),
-            WarmStart(sol.mu, sol.omega, sol.step))
-
-
-def _saddle_kernel(solver: S.Saddle, s: ObservableSpan, xla, pallas):
-    """The saddle-point solver's implementation: XLA's (``xla()``), or the fused Pallas kernel
-    (``pallas(interpret)``, :mod:`e2d_jax.dec.fused`) for the shapes it takes: on a GPU with
-    ``solver.kernel = "auto"`` (chosen in the compiled program by platform), everywhere with
-    ``"pallas"`` (as JAX operations off a GPU)."""
-    k, r = s.features.shape[-2:]
-    forced = solver.kernel == "pallas"
-    if solver.kernel == "xla" or not fused.supports(k, r, s.features.dtype, interpret=forced):
-        return xla()
-    if forced:
-        return pallas(jax.default_backend() not in ("gpu", "cuda"))
-    if not _has_cuda():
-        # No GPU in this process, so no program can target one: XLA's path alone (choosing by
-        # platform inside the program would trace the kernel too, for nothing).
-        return xla()
-    return lax.platform_dependent(default=xla, cuda=lambda: pallas(False))
-
-
-@functools.lru_cache(maxsize=None)
-def _has_cuda() -> bool:
-    """Whether JAX has a CUDA backend in this process."""
-    try:
-        return bool(jax.devices("cuda"))
-    except RuntimeError:
-        return False
+    return solver.solve(LinearAcdec(s, f_hat_r, eps2, gap_type), warm)
 
 
 def solve_offset(s: ObservableSpan, f_hat_r, lam, solver: S.Solver = S.SOLVERS["saddle"],
                  warm: WarmStart | None = None, gap_type: str = "delta_f") -> tuple[DecResult, WarmStart]:
     """Offset DEC min_mu max_b a_b + c_b / (4 lambda) in observable-span coordinates
-    (traceable; no argument checks beyond the solver's fit).
+    (traceable; no argument checks beyond the solver's fit): ``solver.solve(LinearOffset(...),
+    warm)``.
 
     ``solver``: :class:`~e2d_jax.dec.solvers.Saddle` or :class:`~e2d_jax.dec.solvers.SaddleGrid`
-    (mirror-prox with its budget), :class:`~e2d_jax.dec.solvers.FrankWolfeGrid` (smoothed
-    Frank-Wolfe; no grid for a fixed lambda).
+    (mirror-prox with its budget), :class:`~e2d_jax.dec.solvers.InteriorPoint`,
+    :class:`~e2d_jax.dec.solvers.FrankWolfeGrid` (smoothed Frank-Wolfe; no grid for a fixed
+    lambda).
 
     Returns:
       ``(DecResult, WarmStart)``: the answer and the warm start of the next solve.
     """
-    solver.check("linear", "offset", gap_type)
-    warm = WarmStart.cold(s.features.shape[0], dtype=s.features.dtype) if warm is None else warm
-    if isinstance(solver, S.Saddle):
-        return _saddle_kernel(solver, s, lambda: _offset_xla(s, f_hat_r, lam, solver, warm, gap_type),
-                              lambda interpret: fused.solve_offset(s, f_hat_r, lam, solver, warm, gap_type,
-                                                                   interpret=interpret))
-    if isinstance(solver, S.InteriorPoint):
-        r = s.features @ f_hat_r
-        lam = jnp.asarray(lam, s.features.dtype)
-        sol = interior_point.solve(s, r, lam, gap_type=gap_type, maxiter=solver.maxiter, rtol=solver.rtol,
-                                   atol=solver.atol, mu0=warm.mu, omega0=warm.omega, early_stop=solver.early_stop)
-        result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
-                           iterations=sol.iterations, status=sol.status, omega=sol.omega)
-        return result, WarmStart(sol.mu, sol.omega, warm.step)
-    return _offset_xla(s, f_hat_r, lam, solver, warm, gap_type)
-
-
-def _offset_xla(s: ObservableSpan, f_hat_r, lam, solver: S.Solver, warm: WarmStart, gap_type):
-    dtype = s.features.dtype
-    r = s.features @ f_hat_r
-    lam = jnp.asarray(lam, dtype)
-    grads, cert, smooth = _offset_problem(s, r, lam, gap_type)
-    if isinstance(solver, S.FrankWolfeGrid):
-        sol = frank_wolfe.solve(smooth, cert, warm.mu, maxiter=solver.maxiter, rtol=solver.rtol,
-                                atol=solver.atol, check_every=solver.check_every)
-        step = jnp.zeros((), dtype)
-    else:
-        sol = saddle.solve(grads, cert, warm.mu, warm.omega, maxiter=solver.maxiter, rtol=solver.rtol,
-                           atol=solver.atol, check_every=solver.check_every, step0=warm.step)
-        step = sol.step
-    result = DecResult(mu=sol.mu, lam=lam, value=sol.upper, lower_bound=sol.lower, gap=sol.gap,
-                       iterations=sol.iterations, status=sol.status, omega=sol.omega)
-    return result, WarmStart(sol.mu, sol.omega, step)
-
-
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "eps2"], meta_fields=["gap_type"])
-@dataclasses.dataclass(frozen=True)
-class LinearAcdec:
-    """The ac-DEC of a linear model in observable-span coordinates (see the module docstring).
-
-    Attributes:
-      span: the model's :class:`~e2d_jax.envs.linear.ObservableSpan`.
-      f_hat: (r,) the reference model in span coordinates (U^T f_hat).
-      eps2: () the radius eps^2 > 0.
-      gap_type: ``"delta_f"`` or ``"delta"``.
-    """
-
-    span: ObservableSpan
-    f_hat: jax.Array
-    eps2: jax.Array
-    gap_type: str = "delta_f"
-    family: ClassVar[str] = "linear"
-    program: ClassVar[str] = "acdec"
-
-    def solve_with(self, solver: S.Solver, carry=None):
-        return solve_acdec(self.span, self.f_hat, self.eps2, solver, carry, self.gap_type)
-
-
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "lam"], meta_fields=["gap_type"])
-@dataclasses.dataclass(frozen=True)
-class LinearOffset:
-    """The offset DEC of a linear model at a fixed lambda, in observable-span coordinates.
-
-    Attributes:
-      span: the model's observable span.
-      f_hat: (r,) the reference model in span coordinates.
-      lam: () lambda > 0.
-      gap_type: ``"delta_f"`` or ``"delta"``.
-    """
-
-    span: ObservableSpan
-    f_hat: jax.Array
-    lam: jax.Array
-    gap_type: str = "delta_f"
-    family: ClassVar[str] = "linear"
-    program: ClassVar[str] = "offset"
-
-    def solve_with(self, solver: S.Solver, carry=None):
-        return solve_offset(self.span, self.f_hat, self.lam, solver, carry, self.gap_type)
+    return solver.solve(LinearOffset(s, f_hat_r, lam, gap_type), warm)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,16 +1,34 @@
 """Matrix games min_mu max_omega mu A omega over two simplices, with exact certificates.
 
 For any pair (mu, omega), ``max_g (mu A)_g`` is mu's exact objective and ``min_pi (A omega)_pi``
-a valid lower bound on the game's value (weak duality); every solver here keeps the best of
-each, so the returned gap is certified whatever the iteration did. Two solvers:
+a valid lower bound on the game's value (weak duality); every solver keeps the best of each,
+so the returned gap is certified whatever the iteration did. Two solvers take these games
+(the finite offset DEC, :class:`e2d_jax.dec.finite.FiniteOffset`):
 
-* ``"ipm"`` (default): a primal-dual interior-point method on von Neumann's LP form of the
-  game (:func:`solve_game_ipm`), one K x K Cholesky per iteration, 10-25 iterations to
-  1e-8 relative in float64; far faster per game than mirror-prox, which needs hundreds to
-  thousands of iterations (O(1/T)) (``benchmarks/finite_throughput.py``; docs: Performance).
-* ``"mirror-prox"``: the optimistic mirror-prox of ``e2d_jax.dec.saddle`` (warm-startable).
+* :class:`~e2d_jax.dec.solvers.MatrixGameIPM`: the primal-dual interior-point method here, on
+  von Neumann's LP form of the game (:func:`ipm_start`, :func:`ipm_step`), one K x K Cholesky
+  per iteration, 10-25 iterations to 1e-8 relative in float64; far faster per game than
+  mirror-prox, which needs hundreds to thousands of iterations (O(1/T))
+  (``benchmarks/finite_throughput.py``; docs: Performance).
+* :class:`~e2d_jax.dec.solvers.Saddle`: the optimistic mirror-prox of ``e2d_jax.dec.saddle``
+  on the game's gradients and certificate (:func:`game_form`; warm-startable).
 
-The finite-class DEC programs (``e2d_jax.dec.finite``) are built from these games.
+The interior-point method, with B = (A - lo) / (max A - lo) + 1, lo = max_g min_pi A <= val(A)
+(entries <= 2, val(B) >= 1, same optimal strategies, value mapped affinely): von Neumann's
+reduction of a positive game gives the LP pair
+
+    max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
+    min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
+
+with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is primal feasible. Each Newton
+step (Mehrotra predictor-corrector) solves one K x K positive-definite system
+(B E B^T + Z X^{-1}) dx = rhs, E = Y W^{-1}, twice (predictor and corrector), so an iteration
+costs O(K^2 M); about 15-25 iterations reach 1e-10 in float64 whatever the game. The
+certificate does not rely on the method: every iteration the normalised strategies are
+evaluated exactly and the best of each bound is kept. The certified loop
+(:mod:`e2d_jax.dec.loop`) stops at the tolerance, at the budget, or after four non-finite
+Newton steps in a row (possible in float32 near the optimum, where E becomes
+ill-conditioned; the best certified pair so far is returned).
 """
 from __future__ import annotations
 
@@ -18,17 +36,11 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from e2d_jax import _linalg
-from e2d_jax.dec import saddle
-from e2d_jax.types import Status
-
-SOLVERS = ("ipm", "mirror-prox")
 
 
-
-def _game(a):
+def game_form(a):
     """grads / certificate of the bilinear game min_mu max_omega mu A omega."""
 
     def grads(mu, omega):
@@ -40,19 +52,9 @@ def _game(a):
     return grads, certificate
 
 
-class GameSolution(NamedTuple):
-    """A matrix game's answer with its exact certificate (same fields as saddle's)."""
+class IPMState(NamedTuple):
+    """The interior-point method's iterate and the best certificate so far."""
 
-    mu: jax.Array  # (K,) min player, on the simplex
-    omega: jax.Array  # (M,) max player, on the simplex
-    upper: jax.Array  # () max_g (mu A)_g, the exact value of mu
-    lower: jax.Array  # () min_pi (A omega)_pi, a valid lower bound on the game value
-    gap: jax.Array  # () upper - lower >= 0
-    iterations: jax.Array  # () int32
-    status: jax.Array  # () int32
-
-
-class _IPMState(NamedTuple):
     x: jax.Array  # (K,) primal variables (the min player, unnormalised)
     w: jax.Array  # (M,) primal slacks
     y: jax.Array  # (M,) dual variables (the max player, unnormalised)
@@ -72,8 +74,8 @@ def _max_step(v, dv):
     return jnp.minimum(1.0, jnp.min(ratio))
 
 
-def _ipm_scaled(a):
-    """B = (A - lo) / spread + 1 of :func:`solve_game_ipm` (entries <= 2, val(B) >= 1)."""
+def ipm_scaled(a):
+    """B = (A - lo) / spread + 1 (see the module docstring; entries <= 2, val(B) >= 1)."""
     dtype = a.dtype
     # Shift by the max player's pure security level lo = max_g min_pi A <= val(A), not by
     # min A: val(B) >= 1 > 0 is all the reduction needs, and entries far below the value
@@ -90,7 +92,7 @@ def _ipm_certify(a, x, y):
     return mu, om, jnp.max(mu @ a), jnp.min(a @ om)
 
 
-def _ipm_start(a, b) -> _IPMState:
+def ipm_start(a, b) -> IPMState:
     k, m = a.shape
     dtype = a.dtype
     # Entries of B lie in (-inf, 2]: x0 = 1/(4K) keeps 1 - B^T x0 >= 1/2; the dual slack is
@@ -99,7 +101,7 @@ def _ipm_start(a, b) -> _IPMState:
     x0 = jnp.full((k,), 0.25 / k, dtype)
     y0 = jnp.ones((m,), dtype)
     mu0, om0, up0, low0 = _ipm_certify(a, x0, y0)
-    return _IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
+    return IPMState(x=x0, w=1.0 - b.T @ x0, y=y0, z=jnp.maximum(b @ y0 - 1.0, 1.0), best_mu=mu0, best_omega=om0,
                      upper=up0, lower=low0, iter_num=jnp.zeros((), jnp.int32),
                      ridge=jnp.zeros((), dtype), failures=jnp.zeros((), jnp.int32))
 
@@ -116,7 +118,7 @@ SMALL_ACTIONS = 5
 OUTER_MAX = 1 << 16
 
 
-def _ipm_outer(b):
+def ipm_outer(b):
     """B's column outer products as a (K^2, M) matrix, or None (K above SMALL_ACTIONS, or
     K^2 M above OUTER_MAX)."""
     k, m = b.shape
@@ -125,9 +127,9 @@ def _ipm_outer(b):
     return (b[:, None, :] * b[None, :, :]).reshape(k * k, m)
 
 
-def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
-    """One predictor-corrector iteration of :func:`solve_game_ipm` and its certificate
-    (``outer``: :func:`_ipm_outer` of ``b``, or None)."""
+def ipm_step(a, b, st: IPMState, outer=None) -> IPMState:
+    """One predictor-corrector iteration and its certificate (``outer``: :func:`ipm_outer` of
+    ``b``, or None)."""
     k, m = a.shape
     dtype = a.dtype
     n_comp = k + m
@@ -174,7 +176,7 @@ def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
     x, w, y, z = (jnp.where(ok, v, old) for v, old in zip(new, (st.x, st.w, st.y, st.z)))
     mu, om, up, low = _ipm_certify(a, x, y)
     better = ok & (up < st.upper)
-    return _IPMState(
+    return IPMState(
         x=x, w=w, y=y, z=z,
         best_mu=jnp.where(better, mu, st.best_mu),
         best_omega=jnp.where(ok & (low > st.lower), om, st.best_omega),
@@ -186,77 +188,5 @@ def _ipm_step(a, b, st: _IPMState, outer=None) -> _IPMState:
         ridge=jnp.where(ok, st.ridge, jnp.maximum(100.0 * st.ridge, 10.0 * jnp.finfo(dtype).eps)),
         failures=jnp.where(ok, 0, st.failures + 1),
     )
-
-
-def solve_game_ipm(a, *, maxiter: int = 60, rtol: float = 1e-9, atol=0.0) -> GameSolution:
-    """min_mu max_g (mu A)_g by a primal-dual interior-point method (Mehrotra predictor-corrector).
-
-    With B = (A - lo) / (max A - lo) + 1, lo = max_g min_pi A <= val(A) (entries <= 2,
-    val(B) >= 1, same optimal strategies, value mapped affinely), von Neumann's reduction of a positive game gives the LP pair
-
-        max 1.x  s.t.  B^T x + w = 1_M,  x, w >= 0      (min player, mu = x / 1.x)
-        min 1.y  s.t.  B y - z = 1_K,    y, z >= 0      (max player, omega = y / 1.y)
-
-    with optimal values 1 / val(B). The start x = 1/(4K), y = 1 is primal feasible. Each
-    Newton step solves one K x K positive-definite system (B E B^T + Z X^{-1}) dx = rhs,
-    E = Y W^{-1}, twice (predictor and corrector), so an iteration costs O(K^2 M); about
-    15-25 iterations reach 1e-10 in float64 whatever the game.
-
-    The certificate does not rely on the interior-point method: every iteration the
-    normalised strategies are evaluated exactly, ``upper = max_g (mu A)_g`` and
-    ``lower = min_pi (A omega)_pi``, and the best of each is kept, so the returned gap is
-    certified. The loop is a ``lax.while_loop`` that stops at ``gap <= rtol |upper| + atol``,
-    at ``maxiter``, or when a Newton step is non-finite (possible in float32 near the optimum,
-    where E becomes ill-conditioned; the best certified pair so far is returned).
-    """
-    b = _ipm_scaled(a)
-    outer = _ipm_outer(b)
-    state = _ipm_start(a, b)
-
-    def converged(st):
-        return st.upper - st.lower <= rtol * jnp.abs(st.upper) + atol
-
-    def cond(st):
-        return (st.iter_num < maxiter) & ~converged(st) & (st.failures < 4)
-
-    def body(st):
-        return _ipm_step(a, b, st, outer)
-
-    st = lax.while_loop(cond, body, state)
-    status = jnp.where(converged(st), Status.OK, Status.MAX_ITER)
-    status = jnp.where(jnp.isfinite(st.upper) & jnp.isfinite(st.lower), status, Status.NONFINITE)
-    return GameSolution(mu=st.best_mu, omega=st.best_omega, upper=st.upper, lower=st.lower,
-                        gap=st.upper - st.lower, iterations=st.iter_num, status=status.astype(jnp.int32))
-
-
-
-def solve_game(a, *, solver: str, maxiter: int, rtol, atol, mu0=None, omega0=None,
-               check_every: int = 25) -> GameSolution:
-    """min_mu max_g (mu A)_g with the named solver (``SOLVERS``) and an exact certificate.
-
-    Args:
-      a: (K, M) the payoff matrix (the min player picks rows).
-      solver: ``"ipm"`` or ``"mirror-prox"``.
-      maxiter: iteration budget.
-      rtol: stop at ``gap <= rtol |upper| + atol``.
-      atol: see ``rtol``.
-      mu0: warm starts (mirror-prox only; the interior-point method ignores them).
-      omega0: see ``mu0``.
-      check_every: mirror-prox iterations between certificates.
-
-    Returns:
-      GameSolution.
-    """
-    if solver == "ipm":
-        del mu0, omega0  # interior-point methods do not benefit from warm starts
-        return solve_game_ipm(a, maxiter=maxiter, rtol=rtol, atol=atol)
-    k, m = a.shape
-    mu0 = jnp.full((k,), 1.0 / k, a.dtype) if mu0 is None else mu0
-    omega0 = jnp.full((m,), 1.0 / m, a.dtype) if omega0 is None else omega0
-    grads, cert = _game(a)
-    sol = saddle.solve(grads, cert, mu0, omega0, maxiter=maxiter, rtol=rtol, atol=atol,
-                       check_every=check_every)
-    return GameSolution(mu=sol.mu, omega=sol.omega, upper=sol.upper, lower=sol.lower, gap=sol.gap,
-                        iterations=sol.iterations, status=sol.status)
 
 

@@ -26,8 +26,10 @@ from the certificate, which is re-evaluated every ``check_every`` iterations at 
 iterate and the step-weighted average; the best upper bound and its mu, and the best lower
 bound seen, are kept. The gap ``upper - lower`` is therefore monotone and certified.
 
-Loop: (one block of ``check_every`` steps and a check, without a loop, when ``maxiter <=
-check_every``, as in the agents' budget; otherwise) a ``lax.while_loop`` that stops when ``gap <= rtol * |upper| + atol`` or after
+Loop: blocks of ``check_every`` steps, each followed by the certificate (:func:`block`), run
+by the certified loop of :mod:`e2d_jax.dec.loop` (the :class:`~e2d_jax.dec.solvers.Saddle`
+solver's steps): one block without a loop when ``maxiter <= check_every``, as in the agents'
+budget, otherwise a ``lax.while_loop`` that stops when ``gap <= rtol * |upper| + atol`` or after
 ``maxiter`` iterations. Under ``vmap`` the loop runs until the slowest problem stops; finished
 problems keep their values (JAX selects on the batched predicate).
 """
@@ -39,7 +41,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from e2d_jax.types import Status
+from e2d_jax.dec import loop
 
 # Mass mixed into every iterate (the iterates are kept with their logarithms). A coordinate
 # at an exact 0 could never come back under multiplicative updates and could make a design
@@ -47,6 +49,22 @@ from e2d_jax.types import Status
 # up to O(FLOOR), so the step-acceptance test below stays meaningful (clamping instead can
 # stall mirror-prox far from the optimum on d = 30 instances that mixing solves to 1e-4).
 FLOOR = 1e-9
+
+
+class SaddleForm(NamedTuple):
+    """A program's saddle-point form, as its problem gives it to the
+    :class:`~e2d_jax.dec.solvers.Saddle` solver.
+
+    Attributes:
+      grads: ``(mu, omega) -> (g_mu, g_omega)``, the partial gradients of L.
+      certificate: ``(mu, omega) -> (upper, lower[, aux...])`` (see the module docstring).
+      answer: ``(upper, aux) -> (lam, value)``: the multiplier and the objective the answer
+        reports for the best mu (an offset program: its lambda and ``upper``).
+    """
+
+    grads: Callable
+    certificate: Callable
+    answer: Callable
 
 
 class SaddleState(NamedTuple):
@@ -153,7 +171,7 @@ def step(grads, state: SaddleState) -> SaddleState:
     )
 
 
-def _certify(certificate, state: SaddleState) -> SaddleState:
+def certify(certificate, state: SaddleState) -> SaddleState:
     """Certificates at the last iterate and at the average, then of the best mu so far against
     the averaged max player (often the tightest lower bound); keeps the best of each bound."""
     best_mu, best_om, upper, lower = state.best_mu, state.best_omega, state.upper, state.lower
@@ -183,6 +201,24 @@ class SaddleSolution(NamedTuple):
     aux: object = ()  # the certificate's extra outputs at mu (see ``solve``)
 
 
+def blocks(maxiter: int, check_every: int) -> tuple[int, int]:
+    """``(check_every, blocks)``: steps per certificate (at most ``maxiter``) and the number of
+    blocks that covers ``maxiter`` steps (rounded up)."""
+    check_every = max(1, min(check_every, maxiter))
+    return check_every, max(1, -(-maxiter // check_every))
+
+
+def block(grads, certificate, state: SaddleState, check_every: int) -> SaddleState:
+    """``check_every`` iterations, then the certificate (:func:`certify`)."""
+    state = lax.fori_loop(0, check_every, lambda _, x: step(grads, x), state)
+    return certify(certificate, state)
+
+
+def certified(state) -> jax.Array:
+    """Whether a state's certificate is finite (a block may be followed by another)."""
+    return jnp.isfinite(state.upper) & jnp.isfinite(state.lower)
+
+
 def solve(
     grads: Callable,
     certificate: Callable,
@@ -195,7 +231,9 @@ def solve(
     check_every: int = 25,
     step0=None,
 ) -> SaddleSolution:
-    """Runs until the certified gap is within ``rtol * |upper| + atol`` or ``maxiter``.
+    """Runs until the certified gap is within ``rtol * |upper| + atol`` or ``maxiter``, for a
+    problem of one's own given by its callbacks (the DEC programs of the library run through
+    :class:`~e2d_jax.dec.solvers.Saddle`, which takes the same steps).
 
     Args:
       grads: the problem (see module docstring).
@@ -212,47 +250,14 @@ def solve(
       SaddleSolution with the best certified ``mu``, its exact value ``upper``, the best
       ``lower`` bound, ``gap``, ``iterations``, ``status`` and the final step.
     """
-    state = init(grads, certificate, mu0, omega0, step0)
-    state, status = run_certified(state, lambda x: step(grads, x), lambda x: _certify(certificate, x),
-                                  maxiter=maxiter, check_every=check_every, rtol=rtol, atol=atol)
+    every, n_blocks = blocks(maxiter, check_every)
+    state = loop.run(lambda x: block(grads, certificate, x, every), init(grads, certificate, mu0, omega0, step0),
+                     steps=n_blocks, min_steps=1, done=lambda x: loop.converged(x.upper, x.lower, rtol, atol),
+                     halted=lambda x: ~certified(x))
+    answer = loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=jnp.zeros((), state.upper.dtype),
+                         value=state.upper, lower=state.lower, iterations=state.iter_num, carry=None)
     return SaddleSolution(
         mu=state.best_mu, omega=state.best_omega, upper=state.upper, lower=state.lower,
         gap=state.upper - state.lower, iterations=state.iter_num,
-        status=status, step=state.step, aux=state.best_aux,
+        status=loop.status(answer, rtol, atol), step=state.step, aux=state.best_aux,
     )
-
-
-def run_certified(state, step_fn, certify_fn, *, maxiter, check_every, rtol, atol):
-    """The loop every solver here shares: blocks of ``check_every`` steps, each followed by a
-    certificate, until ``upper - lower <= rtol |upper| + atol`` or ``maxiter`` steps.
-
-    ``state`` is any NamedTuple with ``upper``, ``lower`` and ``best_mu``. A ``lax.while_loop``
-    (the number of blocks depends on the data); under ``vmap`` it runs until the slowest
-    problem stops and finished problems keep their values. Returns ``(state, status)``.
-    """
-    check_every = max(1, min(check_every, maxiter))
-    n_checks = max(1, -(-maxiter // check_every))
-
-    def converged(s):
-        return s.upper - s.lower <= rtol * jnp.abs(s.upper) + atol
-
-    def cond(carry):
-        s, k = carry
-        finite = jnp.isfinite(s.upper) & jnp.isfinite(s.lower)
-        return (k < n_checks) & ((k == 0) | (~converged(s) & finite))
-
-    def body(carry):
-        s, k = carry
-        s = lax.fori_loop(0, check_every, lambda _, x: step_fn(x), s)
-        return certify_fn(s), k + 1
-
-    if n_checks == 1:
-        # One block runs whatever the data (the loop always runs its first block): no loop, so
-        # under vmap no per-lane select of every state entry after it (same bits, faster for
-        # the agents' default budget of one block).
-        state, _ = body((state, jnp.zeros((), jnp.int32)))
-    else:
-        state, _ = lax.while_loop(cond, body, (state, jnp.zeros((), jnp.int32)))
-    finite = jnp.isfinite(state.upper) & jnp.isfinite(state.lower) & jnp.all(jnp.isfinite(state.best_mu))
-    status = jnp.where(~finite, Status.NONFINITE, jnp.where(converged(state), Status.OK, Status.MAX_ITER))
-    return state, status.astype(jnp.int32)

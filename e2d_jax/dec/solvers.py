@@ -6,7 +6,19 @@ and tolerances, ``solve(problem, carry) -> (DecResult, carry)`` runs it on a pro
 once, which programs of which model family it solves and for which gap types. Every DEC
 function, E2D agent, sweep file and the command line take a solver value or a name of
 :data:`SOLVERS`; :func:`resolve` turns either into a value and :meth:`Solver.check` is the one
-place where a solver is refused for a problem it does not solve.
+place where a solver is refused for a problem it does not solve::
+
+    from e2d_jax.dec.solvers import InteriorPoint, LambdaSearch, Saddle
+    e2d.linear_acdec(model, f_hat, eps2, solver=Saddle(maxiter=20_000, rtol=1e-6))
+    e2d.linear_acdec(model, f_hat, eps2, gap_type="delta", solver=LambdaSearch(inner=InteriorPoint(maxiter=40)))
+
+A solver owns its algorithm: it implements the steps of each program it supports, and the
+certified loop of :mod:`e2d_jax.dec.loop` runs them (``prepare`` the program's functions once,
+``init``, ``step`` until the certified gap meets the tolerance or the budget is used,
+``answer``) and sets the answer's status in one place. The problems hold the mathematics:
+their objective, gradients and certificate (``saddle_form``, ``smoothed_form``), their rewards
+and Gram matrices (the interior-point methods), their lambda range, minorants and exact
+objective (the lambda searches) and their rounding floor (``floor``).
 
 The solvers:
 
@@ -25,9 +37,9 @@ The solvers:
   matrix game; :mod:`e2d_jax.dec.matrix_game`).
 * :class:`LambdaSearch`: the ac-DEC as min over lambda of the offset DEC plus lambda eps^2,
   by a certified branch-and-bound search over lambda (:mod:`e2d_jax.dec.lambda_search`) whose
-  points are solved by an inner solver (an interior-point method in both families). It solves both gap types of both families, and is the
-  default wherever the exact form does not apply (the linear ac-DEC with gaps Delta, every
-  finite ac-DEC).
+  points are solved by an inner solver (an interior-point method in both families). It solves
+  both gap types of both families, and is the default wherever the exact form does not apply
+  (the linear ac-DEC with gaps Delta, every finite ac-DEC).
 
 Every solver returns its certificate (``value``, ``lower_bound``, ``gap``) and a status:
 ``OK`` when the certified gap is within ``rtol * |value| + atol``, ``MAX_ITER`` when the
@@ -37,13 +49,17 @@ be), ``NONFINITE`` when a value is not finite.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
+
+import functools
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from e2d_jax import _checks as V
-from e2d_jax.types import GAP_TYPES
+from e2d_jax.dec import frank_wolfe, fused, interior_point, lambda_search, loop, matrix_game, saddle
+from e2d_jax.types import GAP_TYPES, WarmStart
 
 #: The programs a solver may solve: the average-constrained DEC (``"acdec"``, a radius eps^2)
 #: and the offset DEC (``"offset"``, a multiplier lambda).
@@ -97,16 +113,67 @@ class Solver:
         raise V.ArgumentError("solver", f"{V.name('solver')}: {type(self).__name__} does not solve {what} of {family} models{reason}; "
                          f"solvers that do: {', '.join(fits) or 'none'}")
 
-    def solve(self, problem, carry=None):
+    def solve(self, problem, carry=None, *, rtol=None, atol=None):
         """Solves ``problem`` (a problem of :mod:`e2d_jax.dec.linear` or
-        :mod:`e2d_jax.dec.finite`) from ``carry`` (a warm start, or None).
+        :mod:`e2d_jax.dec.finite`) from ``carry`` (a warm start, or None): this solver's steps
+        in the certified loop (:func:`e2d_jax.dec.loop.solve`). Traceable.
+
+        Args:
+          problem: the program to solve.
+          carry: what the last solve returned (None: a cold start).
+          rtol: replaces the solver's ``rtol`` (may be traced: an inner solve's tolerance).
+          atol: replaces its ``atol`` (the problem's rounding floor is added to either).
 
         Returns:
           ``(DecResult, carry)``: the answer with its certificate, and what the next solve
           takes to continue from it.
         """
         self.check(problem.family, problem.program, problem.gap_type)
-        return problem.solve_with(self, carry)
+        return loop.solve(self, problem, carry, rtol=rtol, atol=atol)
+
+    # ---- the steps (see e2d_jax.dec.loop); each solver implements those of its programs ----
+    def prepare(self, problem, carry):
+        """What the steps need, built once: the program's functions and the warm start."""
+        raise NotImplementedError(f"{type(self).__name__} has no steps of its own")
+
+    def init(self, work):
+        """The first state."""
+        raise NotImplementedError
+
+    def step(self, work, state):
+        """The next state."""
+        raise NotImplementedError
+
+    def bounds(self, work, state):
+        """``(upper, lower)``: the exact objective of the state's best point and a certified
+        lower bound on the optimum."""
+        return state.upper, state.lower
+
+    def halted(self, work, state):
+        """Whether to stop before the tolerance is met (default: a certificate that is not
+        finite)."""
+        return ~saddle.certified(state)
+
+    def steps(self, work) -> int:
+        """The budget of steps (static)."""
+        raise NotImplementedError
+
+    def min_steps(self, work) -> int:
+        """Steps that run whatever the data."""
+        return 0
+
+    def counter(self, work):
+        """``state -> steps taken`` when the state counts them, else None."""
+        return None
+
+    def early_stops(self) -> bool:
+        """Whether the loop stops once the tolerance is met (else it runs its budget with
+        finished problems frozen; the same answers)."""
+        return True
+
+    def answer(self, work, state) -> loop.Answer:
+        """The answer of the final state."""
+        raise NotImplementedError
 
     def to_dict(self) -> dict:
         """The solver as plain values: ``{"type": class name, field: value, ...}`` (an inner
@@ -156,11 +223,66 @@ class Saddle(Solver):
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
 
+    def solve(self, problem, carry=None, *, rtol=None, atol=None):
+        """Mirror-prox on ``problem``'s saddle-point form (see :meth:`Solver.solve`); a linear
+        program at the solver's own tolerances runs as the fused kernel of
+        :mod:`e2d_jax.dec.fused` where ``kernel`` asks for it (on a GPU with ``"auto"``, chosen
+        in the compiled program by platform; everywhere with ``"pallas"``, as JAX operations off
+        a GPU)."""
+        self.check(problem.family, problem.program, problem.gap_type)
+
+        def xla():
+            return loop.solve(self, problem, carry, rtol=rtol, atol=atol)
+
+        if problem.family != "linear" or rtol is not None or atol is not None or self.kernel == "xla":
+            return xla()
+        span = problem.span
+        k, r = span.features.shape[-2:]
+        forced = self.kernel == "pallas"
+        if not fused.supports(k, r, span.features.dtype, interpret=forced):
+            return xla()
+        kernel = fused.solve_acdec if problem.program == "acdec" else fused.solve_offset
+        param = problem.eps2 if problem.program == "acdec" else problem.lam
+
+        def pallas(interpret):
+            return kernel(span, problem.f_hat, param, self, carry, problem.gap_type, interpret=interpret)
+
+        if forced:
+            return pallas(jax.default_backend() not in ("gpu", "cuda"))
+        if not _has_cuda():
+            # No GPU in this process, so no program can target one: XLA's path alone (choosing by
+            # platform inside the program would trace the kernel too, for nothing).
+            return xla()
+        return lax.platform_dependent(default=xla, cuda=lambda: pallas(False))
+
+    def prepare(self, problem, carry):
+        return _Work(problem, problem.cold_start() if carry is None else carry, problem.saddle_form())
+
+    def init(self, work):
+        form, warm = work.form, work.warm
+        return saddle.init(form.grads, form.certificate, warm.mu, warm.omega, warm.step)
+
+    def step(self, work, state):
+        return saddle.block(work.form.grads, work.form.certificate, state, saddle.blocks(self.maxiter, self.check_every)[0])
+
+    def steps(self, work) -> int:
+        return saddle.blocks(self.maxiter, self.check_every)[1]
+
+    def min_steps(self, work) -> int:
+        return 1  # the first certificate comes after the first block
+
+    def answer(self, work, state) -> loop.Answer:
+        lam, value = work.form.answer(state.upper, state.best_aux)
+        return loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=lam, value=value, lower=state.lower,
+                           iterations=state.iter_num, carry=work.problem.next_start(state.best_mu, state.best_omega,
+                                                                                    state.step),
+                           finite=jnp.isfinite(lam))
+
 
 @dataclasses.dataclass(frozen=True)
 class FrankWolfeGrid(Solver):
     """Smoothed Frank-Wolfe per lambda on a vectorised, refined lambda grid (the paper's mode;
-    :mod:`e2d_jax.dec.frank_wolfe`, :func:`e2d_jax.dec.lambda_search.grid_search`).
+    :mod:`e2d_jax.dec.frank_wolfe`, :func:`e2d_jax.dec.lambda_search.grid_start`).
 
     The grid spans a range proven to contain the minimising lambda; the certified lower bound
     covers that whole range. On an offset program (lambda given) the grid fields are unused.
@@ -184,6 +306,36 @@ class FrankWolfeGrid(Solver):
     lam_refine: int = 12
     lam_rounds: int = 2
 
+    def solve(self, problem, carry=None, *, rtol=None, atol=None):
+        """Frank-Wolfe on an offset program; on an ac-DEC, the lambda grid of such solves."""
+        if problem.program == "acdec":
+            self.check(problem.family, problem.program, problem.gap_type)
+            return _LambdaGrid.of(self, self).solve(problem, carry, rtol=rtol, atol=atol)
+        return super().solve(problem, carry, rtol=rtol, atol=atol)
+
+    def prepare(self, problem, carry):
+        return _Work(problem, problem.cold_start() if carry is None else carry, problem.smoothed_form())
+
+    def init(self, work):
+        smooth, certificate = work.form
+        return frank_wolfe.init(smooth, certificate, work.warm.mu)
+
+    def step(self, work, state):
+        smooth, certificate = work.form
+        return frank_wolfe.block(smooth, certificate, state, saddle.blocks(self.maxiter, self.check_every)[0])
+
+    def steps(self, work) -> int:
+        return saddle.blocks(self.maxiter, self.check_every)[1]
+
+    def min_steps(self, work) -> int:
+        return 1
+
+    def answer(self, work, state) -> loop.Answer:
+        lam = jnp.asarray(work.problem.lam, state.upper.dtype)
+        return loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=lam, value=state.upper, lower=state.lower,
+                           iterations=state.iter_num,
+                           carry=WarmStart(state.best_mu, state.best_omega, jnp.zeros((), state.upper.dtype)))
+
 
 @dataclasses.dataclass(frozen=True)
 class SaddleGrid(Solver):
@@ -198,11 +350,23 @@ class SaddleGrid(Solver):
     lam_refine: int = 12
     lam_rounds: int = 2
 
+    def mirror_prox(self) -> "Saddle":
+        """The mirror-prox of each fixed-lambda program (XLA's: the grid batches its solves)."""
+        return Saddle(maxiter=self.maxiter, rtol=self.rtol, atol=self.atol, check_every=self.check_every,
+                      kernel="xla")
+
+    def solve(self, problem, carry=None, *, rtol=None, atol=None):
+        """Mirror-prox on an offset program; on an ac-DEC, the lambda grid of such solves."""
+        self.check(problem.family, problem.program, problem.gap_type)
+        if problem.program == "acdec":
+            return _LambdaGrid.of(self, self.mirror_prox()).solve(problem, carry, rtol=rtol, atol=atol)
+        return self.mirror_prox().solve(problem, carry, rtol=rtol, atol=atol)
+
 
 @dataclasses.dataclass(frozen=True)
 class MatrixGameIPM(Solver):
     """A primal-dual interior-point method for the matrix game of the finite offset DEC
-    (:func:`e2d_jax.dec.matrix_game.solve_game_ipm`).
+    (:mod:`e2d_jax.dec.matrix_game`).
 
     Attributes:
       maxiter: interior-point iterations.
@@ -215,6 +379,35 @@ class MatrixGameIPM(Solver):
     maxiter: int = 50
     rtol: float = 1e-8
     atol: float = 0.0
+
+    def prepare(self, problem, carry):
+        # An interior-point method does not benefit from a warm start: the game's own start.
+        a = problem.payoff()
+        b = matrix_game.ipm_scaled(a)
+        return _Work(problem, None, (a, b, matrix_game.ipm_outer(b)))
+
+    def init(self, work):
+        a, b, _ = work.form
+        return matrix_game.ipm_start(a, b)
+
+    def step(self, work, state):
+        a, b, outer = work.form
+        return matrix_game.ipm_step(a, b, state, outer)
+
+    def halted(self, work, state):
+        return state.failures >= 4  # non-finite Newton steps in a row (the best pair is kept)
+
+    def steps(self, work) -> int:
+        return self.maxiter
+
+    def counter(self, work):
+        return lambda state: state.iter_num
+
+    def answer(self, work, state) -> loop.Answer:
+        lam = jnp.asarray(work.problem.lam, state.upper.dtype)
+        return loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=lam, value=state.upper, lower=state.lower,
+                           iterations=state.iter_num,
+                           carry=work.problem.next_start(state.best_mu, state.best_omega, None))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,6 +431,37 @@ class InteriorPoint(Solver):
     rtol: float = 1e-4
     atol: float = 0.0
     early_stop: bool = True
+
+    def prepare(self, problem, carry):
+        span = interior_point.symmetrised(problem.span)
+        dtype = span.features.dtype
+        form = (span, jnp.asarray(problem.rewards(), dtype), jnp.asarray(problem.lam, dtype), problem.gap_type)
+        return _Work(problem, problem.cold_start() if carry is None else carry, form)
+
+    def init(self, work):
+        span, r, lam, gap_type = work.form
+        return interior_point.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega)
+
+    def step(self, work, state):
+        span, r, lam, gap_type = work.form
+        return interior_point.step(span, r, lam, state, gap_type)
+
+    def halted(self, work, state):
+        return interior_point.halted(state)
+
+    def steps(self, work) -> int:
+        return self.maxiter
+
+    def counter(self, work):
+        return lambda state: state.iter_num
+
+    def early_stops(self) -> bool:
+        return self.early_stop
+
+    def answer(self, work, state) -> loop.Answer:
+        return loop.Answer(mu=state.best_mu, omega=state.best_omega, lam=work.form[2], value=state.upper,
+                           lower=state.lower, iterations=state.iter_num,
+                           carry=WarmStart(state.best_mu, state.best_omega, work.warm.step))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,6 +521,141 @@ class LambdaSearch(Solver):
             return self.inner.check(family, "offset")
         # Each round's lambdas are one batched call: stop it when all of them are certified.
         return MatrixGameIPM() if family == "finite" else InteriorPoint()
+
+    def prepare(self, problem, carry):
+        # The family's search: its first grid, its inner solves and minorants, its answer.
+        return problem.search(self, carry)
+
+    def init(self, work):
+        return work.start
+
+    def step(self, work, state):
+        return lambda_search.round_step(state, work.rounds)
+
+    def bounds(self, work, state):
+        return lambda_search.certified(state, work.rounds.eps2, work.rounds.tail)
+
+    def halted(self, work, state):
+        return ~lambda_search.evaluated(state, work.rounds.eps2)
+
+    def steps(self, work) -> int:
+        return work.rounds.n_init + work.rounds.rounds
+
+    def min_steps(self, work) -> int:
+        return work.rounds.n_init  # the first grid is solved whole
+
+    def counter(self, work):
+        return lambda state: state.round
+
+    def answer(self, work, state) -> loop.Answer:
+        return work.answer(state, self.bounds(work, state)[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class _LambdaGrid(Solver):
+    """The lambda grid of :class:`FrankWolfeGrid` and :class:`SaddleGrid` on an ac-DEC: a
+    geometric grid over the proven range solved in one batched call, refined ``lam_rounds``
+    times around the best point (:mod:`e2d_jax.dec.lambda_search`), each point a fixed-lambda
+    program solved by ``inner``; the answer is the best point's mu with lambda*(mu), its
+    objective honestly evaluated."""
+
+    SUPPORTS: ClassVar[dict] = {("linear", "acdec"): _BOTH}
+    inner: Any = None
+    rtol: float = 1e-3
+    atol: float = 0.0
+    lam_grid: int = 50
+    lam_refine: int = 12
+    lam_rounds: int = 2
+
+    @classmethod
+    def of(cls, grid, inner) -> "_LambdaGrid":
+        return cls(inner=inner, rtol=grid.rtol, atol=grid.atol, lam_grid=grid.lam_grid, lam_refine=grid.lam_refine,
+                   lam_rounds=grid.lam_rounds)
+
+    def prepare(self, problem, carry):
+        warm = problem.cold_start() if carry is None else carry
+        lo, hi = problem.lambda_range(warm.mu)
+        start = WarmStart(warm.mu, warm.omega, jnp.zeros_like(warm.step))
+
+        def solve_at(lam):
+            return _point(self.inner.solve(problem.at(lam), start)[0])
+
+        return _Work(problem, warm, (solve_at, lo, hi))
+
+    def init(self, work):
+        solve_at, lo, hi = work.form
+        return lambda_search.grid_start(solve_at, lo, hi, self.lam_grid)
+
+    def step(self, work, state):
+        return lambda_search.grid_refine(work.form[0], state, work.problem.eps2, self.lam_refine)
+
+    def bounds(self, work, state):  # the rounds all run (min_steps = steps)
+        raise NotImplementedError
+
+    def steps(self, work) -> int:
+        return self.lam_rounds
+
+    def min_steps(self, work) -> int:
+        return self.lam_rounds
+
+    def answer(self, work, state) -> loop.Answer:
+        grid = lambda_search.grid_result(state, work.problem.eps2)
+        sol = grid.index_solution
+        lam, value = work.problem.exact_answer(sol.mu)
+        return loop.Answer(mu=sol.mu, omega=sol.omega, lam=lam, value=value, lower=grid.lower_bound,
+                           iterations=grid.iterations,
+                           carry=WarmStart(sol.mu, sol.omega, jnp.zeros((), sol.mu.dtype)), finite=jnp.isfinite(lam))
+
+
+class SearchWork(NamedTuple):
+    """What :class:`LambdaSearch` takes from an ac-DEC problem (``problem.search(solver,
+    carry)``): how the branch and bound runs (its family's inner solves, minorants and interval
+    bounds, its first grid), its first state, and ``answer(search, lower) -> Answer``, the
+    family's choice among the evaluated points."""
+
+    rounds: Any  # lambda_search.Rounds
+    start: Any  # lambda_search.Search
+    answer: Any
+
+
+class _Work(NamedTuple):
+    """What a solver's steps need (:meth:`Solver.prepare`): the problem, the warm start and the
+    program's functions or arrays."""
+
+    problem: Any
+    warm: Any
+    form: Any
+
+
+class Point(NamedTuple):
+    """An inner solve of a lambda search at one lambda, as the searches read it."""
+
+    upper: jax.Array  # () the objective of mu at lambda (no lambda eps^2)
+    lower: jax.Array  # () certified lower bound on the offset DEC at lambda
+    mu: jax.Array
+    omega: jax.Array
+    iterations: jax.Array
+
+
+def _point(result) -> Point:
+    return Point(upper=result.value, lower=result.lower_bound, mu=result.mu, omega=result.omega,
+                 iterations=result.iterations)
+
+
+def inner_point(solver: Solver, problem, mu0, omega0, *, rtol, atol) -> Point:
+    """An inner solve of a lambda search: ``problem`` (an offset DEC at one lambda) by
+    ``solver`` from (mu0, omega0) at the search's tolerances (which may be traced)."""
+    start = WarmStart(mu0, omega0, jnp.zeros((), jnp.result_type(mu0)))
+    return _point(solver.solve(problem, start, rtol=rtol, atol=atol)[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _has_cuda() -> bool:
+    """Whether JAX has a CUDA backend in this process."""
+    try:
+        return bool(jax.devices("cuda"))
+    except RuntimeError:
+        return False
 
 
 #: Anytime-E2D's per-round budget on linear models: mirror-prox on the exact form,

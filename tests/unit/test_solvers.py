@@ -1,0 +1,197 @@
+"""Every solver value on every program it supports, run through ``solver.solve(problem)``, against
+an independent reference; and the certified loop that runs them (:mod:`e2d_jax.dec.loop`).
+
+References: cvxpy (Clarabel) for the linear offset DEC, its minimum over a lambda grid for the
+linear ac-DEC, and HiGHS linear programs for the finite programs (``tests/helpers/reference.py``).
+Each answer is checked three ways: its certificate brackets the reference (lower <= reference,
+and value >= the offset programs' exact optimum), its value is the objective of its mu
+evaluated independently in NumPy, and an OK status means the value is within the tolerance of
+the reference.
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import e2d_jax as e2d
+from e2d_jax.dec import finite as F
+from e2d_jax.dec import linear as L
+from e2d_jax.dec import loop
+from e2d_jax.dec import solvers as S
+from e2d_jax.types import Status
+from e2d_jax.types import WarmStart
+from reference import acdec_lp_grid, game_value_lp, linear_acdec_reference, linear_offset_cvx
+
+EPS2, LAM = 0.1, 2.0
+#: cvxpy's optimum is F at Clarabel's answer, suboptimal by up to ~1e-6 relative
+#: (test_interior_point.py); the grid references of the ac-DEC are upper bounds as tight as their
+#: grids (acdec_lp_grid, linear_acdec_reference), within 1e-4 of the optimum on these problems.
+SLACK = {"offset": 1e-6, "acdec": 1e-4}
+
+
+@functools.cache
+def _linear():
+    params = e2d.semi_bandit(e2d.instance_key(3), 2, 4, dtype=jnp.float64)
+    f_hat = np.asarray(params.theta) + 0.3 * np.random.default_rng(0).normal(size=2)
+    return params.model, f_hat
+
+
+@functools.cache
+def _finite(gap_type="delta_f"):
+    params = e2d.revealing_class(e2d.instance_key(3), 4, 6, gain=3.0, dtype=jnp.float64)
+    gaps, info = F.matrices(params.model, 1, gap_type)
+    return np.asarray(gaps), np.asarray(info)
+
+
+def _problem(family, program, gap_type):
+    if family == "linear":
+        model, f_hat = _linear()
+        span = model.span
+        f_r = jnp.asarray(f_hat) @ span.basis
+        return L.LinearAcdec(span, f_r, EPS2, gap_type) if program == "acdec" else L.LinearOffset(span, f_r, LAM, gap_type)
+    gaps, info = _finite(gap_type)
+    problem = F.FiniteAcdec if program == "acdec" else F.FiniteOffset
+    return problem(jnp.asarray(gaps), jnp.asarray(info), EPS2 if program == "acdec" else LAM, gap_type)
+
+
+@functools.cache
+def _reference(family, program, gap_type):
+    problem = _problem(family, program, gap_type)
+    if family == "linear":
+        model, f_hat = _linear()
+        feats, grams = np.asarray(model.features), np.asarray(model.grams)
+        if program == "offset":
+            return linear_offset_cvx(feats, grams, f_hat, LAM, gap_type)[0]
+        return linear_acdec_reference(feats, grams, f_hat, EPS2, gap_type=gap_type)[0]
+    gaps, info = np.asarray(problem.gaps), np.asarray(problem.info)
+    if program == "offset":
+        return game_value_lp(gaps - LAM * info)[0]
+    return acdec_lp_grid(gaps, info, EPS2)[0]
+
+
+def _objective(family, program, gap_type, mu, lam):
+    """The objective of (mu, lam) evaluated in NumPy (pseudo-inverses, the original coordinates)."""
+    problem = _problem(family, program, gap_type)
+    mu = np.asarray(mu, np.float64)
+    if family == "linear":
+        model, f_hat = _linear()
+        feats, grams = np.asarray(model.features), np.asarray(model.grams)
+        x = feats if gap_type == "delta_f" else feats - mu @ feats
+        c = np.einsum("bi,ij,bj->b", x, np.linalg.pinv(np.einsum("k,kij->ij", mu, grams)), x)
+        r = feats @ f_hat
+        lam = LAM if program == "offset" else float(lam)
+        return float(np.max(r - mu @ r + c / (4 * lam)) + (lam * EPS2 if program == "acdec" else 0.0))
+    gaps, info = np.asarray(problem.gaps), np.asarray(problem.info)
+    lam = LAM if program == "offset" else float(lam)
+    return float(np.max(mu @ (gaps - lam * info)) + (lam * EPS2 if program == "acdec" else 0.0))
+
+
+#: Each solver class at a budget that certifies these problems, with its inner solvers where it
+#: has them; every (family, program, gap type) it declares.
+SOLVERS = {
+    "Saddle": S.Saddle(maxiter=20_000, rtol=1e-6),
+    "FrankWolfeGrid": S.FrankWolfeGrid(maxiter=4000, rtol=1e-3, lam_grid=20, lam_refine=6),
+    "SaddleGrid": S.SaddleGrid(maxiter=4000, rtol=1e-5, lam_grid=20, lam_refine=6),
+    "InteriorPoint": S.InteriorPoint(maxiter=40, rtol=1e-8),
+    "MatrixGameIPM": S.MatrixGameIPM(),
+    "LambdaSearch": S.LambdaSearch(atol=1e-9),
+    "LambdaSearch(inner=Saddle)": S.LambdaSearch(inner=S.Saddle(maxiter=20_000), atol=1e-9),
+}
+CASES = [(name, family, program, gap)
+         for name, solver in SOLVERS.items()
+         for (family, program), gaps in solver.SUPPORTS.items() for gap in gaps
+         if not (name == "LambdaSearch(inner=Saddle)" and family == "linear" and gap == "delta")]
+
+
+@pytest.mark.parametrize("name, family, program, gap_type", CASES, ids=lambda v: str(v))
+def test_each_solver_on_each_of_its_programs(name, family, program, gap_type):
+    solver = SOLVERS[name]
+    problem = _problem(family, program, gap_type)
+    result, carry = jax.jit(lambda p: solver.solve(p))(problem)
+    ref = _reference(family, program, gap_type)
+    value, lower = float(result.value), float(result.lower_bound)
+    assert Status(int(result.status)) in (Status.OK, Status.MAX_ITER), result
+    # The certificate: a lower bound below the optimum (the references are at or above it).
+    assert lower <= ref + SLACK[program] * abs(ref) + 1e-12, (lower, ref)
+    if program == "offset":  # the reference is the optimum: the value is above it
+        assert value >= ref - SLACK[program] * abs(ref) - 1e-12, (value, ref)
+    # The value is the objective of the returned (lam, mu), honestly evaluated.
+    np.testing.assert_allclose(value, _objective(family, program, gap_type, result.mu, result.lam), rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(float(result.gap), value - lower, rtol=0, atol=1e-15)
+    if int(result.status) == Status.OK:
+        assert value - lower <= solver.rtol * abs(value) + solver.atol + 1e-12
+        assert value <= ref + solver.rtol * abs(value) + SLACK[program] * abs(ref) + 1e-9, (value, ref)
+    assert np.all(np.asarray(result.mu) >= 0) and abs(float(np.sum(result.mu)) - 1) < 1e-9
+    assert isinstance(carry, WarmStart)
+
+
+def test_the_default_solvers_certify_these_problems():
+    """Every default (the DEC functions') certifies each program to its tolerance."""
+    for family in ("linear", "finite"):
+        for program in ("acdec", "offset"):
+            for gap_type in ("delta_f", "delta"):
+                solver = S.default_solver(family, program, gap_type)
+                result, _ = solver.solve(_problem(family, program, gap_type))
+                assert int(result.status) == Status.OK, (family, program, gap_type, solver, result)
+
+
+def test_a_non_finite_problem_is_a_status_for_every_solver():
+    """NaN data: each solver's answer says NONFINITE (one place sets it), nothing raises (each
+    solver on the first program it declares)."""
+    first = {name: case for name, *case in reversed(CASES)}
+    for name, (family, program, gap_type) in first.items():
+        problem = _problem(family, program, gap_type)
+        if family == "linear":
+            problem = type(problem)(problem.span, problem.f_hat * jnp.nan, *(
+                (problem.eps2,) if program == "acdec" else (problem.lam,)), gap_type)
+        else:
+            problem = type(problem)(problem.gaps * jnp.nan, problem.info, *(
+                (problem.eps2,) if program == "acdec" else (problem.lam,)), gap_type)
+        result, _ = SOLVERS[name].replace(**({"maxiter": 50} if hasattr(SOLVERS[name], "maxiter") else {})).solve(
+            problem)
+        assert int(result.status) == Status.NONFINITE, (name, family, program, gap_type, result)
+
+
+# --------------------------------------------------------------------------------------
+# The loop
+
+
+def _counting_step(state):
+    return {"x": state["x"] * 0.5, "k": state["k"] + 1}
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_the_loop_stops_at_the_tolerance_and_freezes_finished_problems(early_stop):
+    """x halves each step; done once x <= 1/8 (3 steps from 1, 5 from 4): under vmap each
+    problem stops at its own step, whether the loop stops early or runs its budget."""
+    run = jax.vmap(lambda x0: loop.run(_counting_step, {"x": x0, "k": jnp.zeros((), jnp.int32)}, steps=10,
+                                       done=lambda s: s["x"] <= 0.125, early_stop=early_stop))
+    out = run(jnp.asarray([1.0, 4.0, 0.1]))
+    np.testing.assert_array_equal(out["k"], [3, 5, 0])
+    np.testing.assert_array_equal(out["x"], [0.125, 0.125, 0.1])
+
+
+def test_the_loop_runs_its_first_steps_and_reads_a_count_from_the_state():
+    state = {"x": jnp.asarray(0.1), "k": jnp.zeros((), jnp.int32)}
+    done = lambda s: s["x"] <= 0.125  # noqa: E731 - already done at the start
+    assert int(loop.run(_counting_step, state, steps=10, done=done, min_steps=2)["k"]) == 2
+    # Unrolled: a budget that always runs in full.
+    assert int(loop.run(_counting_step, state, steps=2, done=done, min_steps=2)["k"]) == 2
+    # Counted by the state: one that starts at step 9 of 10 takes one step at most.
+    later = {"x": jnp.asarray(4.0), "k": jnp.asarray(9, jnp.int32)}
+    assert int(loop.run(_counting_step, later, steps=10, done=done, count=lambda s: s["k"])["k"]) == 10
+    halted = loop.run(_counting_step, {"x": jnp.asarray(4.0), "k": jnp.zeros((), jnp.int32)}, steps=10,
+                      done=done, halted=lambda s: s["k"] >= 1)
+    assert int(halted["k"]) == 1
+
+
+def test_status_is_set_from_the_certificate():
+    answer = loop.Answer(mu=jnp.asarray([0.5, 0.5]), omega=jnp.asarray([1.0]), lam=jnp.asarray(1.0),
+                         value=jnp.asarray(1.0), lower=jnp.asarray(0.9995), iterations=jnp.asarray(3), carry=None)
+    assert int(loop.status(answer, 1e-3, 0.0)) == Status.OK
+    assert int(loop.status(answer._replace(lower=jnp.asarray(0.99)), 1e-3, 0.0)) == Status.MAX_ITER
+    assert int(loop.status(answer._replace(mu=jnp.asarray([jnp.nan, 1.0])), 1e-3, 0.0)) == Status.NONFINITE
+    assert int(loop.status(answer._replace(finite=jnp.asarray(False)), 1e-3, 0.0)) == Status.NONFINITE
