@@ -8,7 +8,7 @@ on linear models ``divergence`` as ``--divergence``, default ``squared``) on
     finite-mab        finite-mab K=5, M=30
     finite-revealing  finite-revealing K=10, M=30
 
-it builds the rollout that ``simulate`` compiles (``make_batched_rollout``: the seeds vmapped,
+it builds the rollout that ``simulate`` compiles (``rollout_program``: the seeds vmapped,
 ``--lanes`` = 64 per call, the CPU default; one device, float32, instance seed 0, horizon
 ``--horizon`` recorded every ``--record-every`` rounds) and times, in a fresh Python process
 per case and repeat (so no in-memory cache is shared):
@@ -204,8 +204,9 @@ def count_hlo(text: str, round_trip: int | None = None) -> dict:
 
 
 def _build(case: str, horizon: int, divergence: str):
-    """(env, params, agent, make_batched_rollout, run_keys, version) with the package layout
-    this checkout has."""
+    """(env, params, agent, make, version) with the package layout this checkout has; ``make(env,
+    agent, params, horizon, record_every, lanes, device) -> (jitted, args)`` builds what
+    ``simulate`` compiles."""
     import importlib.util
 
     import jax
@@ -214,6 +215,16 @@ def _build(case: str, horizon: int, divergence: str):
 
     env_name, options = CASES[case]
     opts = {"divergence": divergence} if env_name in LINEAR_ENVS else {}
+    if importlib.util.find_spec("e2d_jax.sim.program") is not None:  # 0.5 layout
+        from e2d_jax.experiments import registry
+        from e2d_jax.sim.simulate import rollout_program
+
+        def make(env, agent, params, horizon, record_every, lanes, device):
+            return rollout_program(params, agent, horizon=horizon, record_every=record_every, lanes=lanes, env=env)
+
+        env, params, family = registry.build_instance(env_name, 0, options, dtype="float32")
+        agent = registry.agent_factory("anytime-e2d", horizon=horizon, options=opts, family=family)()
+        return env, params, agent, make, e2d_jax.__version__
     if importlib.util.find_spec("e2d_jax.sim") is not None:  # 0.3 layout
         from e2d_jax.experiments import registry
         from e2d_jax.sim.rollout import run_keys
@@ -229,7 +240,14 @@ def _build(case: str, horizon: int, divergence: str):
         env, params = registry.build_instances(spec, [0])
         params = jax.tree_util.tree_map(lambda x: x[0], params)
         agent = registry.build_agent_factory(registry.parse_agent("anytime-e2d", horizon, opts), env.model(params))()
-    return env, params, agent, make_batched_rollout, run_keys, e2d_jax.__version__
+
+    def make(env, agent, params, horizon, record_every, lanes, device):
+        import numpy as np
+
+        fn = make_batched_rollout(env, agent, horizon, record_every, lanes, devices=[device])
+        return fn, (run_keys(0, np.arange(lanes)), params, {})
+
+    return env, params, agent, make, e2d_jax.__version__
 
 
 def _source_digest() -> str | None:
@@ -244,25 +262,22 @@ def _source_digest() -> str | None:
 
 def worker(cfg: dict) -> dict:
     import jax
-    import numpy as np
 
     import e2d_jax
 
     t0 = time.perf_counter()
-    env, params, agent, make_batched_rollout, run_keys, version = _build(cfg["case"], cfg["horizon"],
-                                                                         cfg["divergence"])
+    env, params, agent, make, version = _build(cfg["case"], cfg["horizon"], cfg["divergence"])
     setup_s = time.perf_counter() - t0
     device = jax.devices()[0]
-    fn = make_batched_rollout(env, agent, cfg["horizon"], cfg["record_every"], cfg["lanes"], devices=[device])
-    keys = run_keys(0, np.arange(cfg["lanes"]))
+    fn, args = make(env, agent, params, cfg["horizon"], cfg["record_every"], cfg["lanes"], device)
     t0 = time.perf_counter()
-    lowered = fn.lower(keys, params, {})
+    lowered = fn.lower(*args)
     lower_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     compiled = lowered.compile()
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    jax.block_until_ready(compiled(keys, params, {}))
+    jax.block_until_ready(compiled(*args))
     run_s = time.perf_counter() - t0
     out = dict(cfg, setup_s=setup_s, lower_s=lower_s, compile_s=compile_s, first_s=lower_s + compile_s, run_s=run_s,
                device=str(device), jax=jax.__version__, e2d_jax=version, e2d_jax_source=_source_digest(),

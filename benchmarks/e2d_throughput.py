@@ -5,7 +5,7 @@ solver (exact saddle-point form, warm-started, 10 mirror-prox iterations and one
 per round) and divergence ``--divergence`` (default ``squared``, the agents' default) on the
 paper's Experiment-1 instance (revealing semi-bandit, d=3, K=10) and Experiment-2 instance
 (d=30, K=10), float32, horizon ``--horizon`` recorded every 100 rounds, at 1, 100, 1,000 and
-10,000 seeds in one jitted ``vmap`` (``make_batched_rollout``, what ``simulate`` compiles).
+10,000 seeds in one jitted ``vmap`` (````rollout_program``, what ``simulate`` compiles).
 Compile time apart (AOT); run time the median of ``--repeats`` calls. ``--agents
 anytime-e2d-paper`` runs Anytime-E2D with the paper's solver (``dec.linear.PAPER_SOLVER``:
 100 Frank-Wolfe steps x 50 lambdas); ``--agents ids,ids-worst-case`` runs IDS (the library's
@@ -88,23 +88,21 @@ from e2d_jax.agents.ids import ids
 from e2d_jax.dec import linear as L
 from e2d_jax.dec import saddle
 from e2d_jax.envs import linear
-from e2d_jax.sim.rollout import run_keys
-from e2d_jax.sim.simulate import make_batched_rollout
+from e2d_jax.sim.simulate import rollout_program
 from e2d_jax.types import WarmStart
 
 SHAPES = {"exp1": (3, 10), "exp2": (30, 10)}
 
 
 def measure(agent, params, seeds, horizon, repeats):
-    fn = make_batched_rollout(linear.ENVIRONMENT, agent, horizon, 100, seeds)
-    keys = run_keys(0, np.arange(seeds))
+    fn, args = rollout_program(params, agent, horizon=horizon, record_every=100, lanes=seeds)
     t0 = time.perf_counter()
-    compiled = fn.lower(keys, params, {}).compile()
+    compiled = fn.lower(*args).compile()
     compile_s = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        out = jax.block_until_ready(compiled(keys, params, {}))
+        out = jax.block_until_ready(compiled(*args))
         times.append(time.perf_counter() - t0)
     run_s = float(np.median(times))
     return dict(seeds=seeds, compile_s=compile_s, run_s=run_s, seed_rounds_per_s=seeds * horizon / run_s,
@@ -195,14 +193,13 @@ def _round_total(env, params, agent, batch, horizon=400, repeats=3):
     the difference of two horizons, so set-up and the final bookkeeping cancel."""
     out = []
     for n in (horizon // 2, horizon):
-        fn = make_batched_rollout(env, agent, n, n, batch, devices=jax.devices()[:1])
-        keys = run_keys(0, np.arange(batch))
-        compiled = fn.lower(keys, params, {}).compile()
-        jax.block_until_ready(compiled(keys, params, {}))
+        fn, args = rollout_program(params, agent, horizon=n, record_every=n, lanes=batch, env=env)
+        compiled = fn.lower(*args).compile()
+        jax.block_until_ready(compiled(*args))
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            jax.block_until_ready(compiled(keys, params, {}))
+            jax.block_until_ready(compiled(*args))
             times.append(time.perf_counter() - t0)
         out.append(float(np.median(times)))
     return (out[1] - out[0]) / (batch * (horizon - horizon // 2))

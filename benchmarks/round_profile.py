@@ -42,21 +42,19 @@ import argparse, collections, glob, json, os, sys, tempfile, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax
-import jax.numpy as jnp
 
 import compile_time as ct
 
 
 def profile_case(case: str, horizon: int, lanes: int, top: int) -> dict:
-    env, params, agent, make_batched_rollout, run_keys, version = ct._build(case, horizon, "squared")
-    fn = make_batched_rollout(env, agent, horizon, horizon, lanes, devices=[jax.devices()[0]])
-    keys = run_keys(0, jnp.arange(lanes))
-    compiled = fn.lower(keys, params, ()).compile()
-    jax.block_until_ready(compiled(keys, params, ()))
+    env, params, agent, make, version = ct._build(case, horizon, "squared")
+    fn, args = make(env, agent, params, horizon, horizon, lanes, jax.devices()[0])
+    compiled = fn.lower(*args).compile()
+    jax.block_until_ready(compiled(*args))
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         with jax.profiler.trace(tmp):
-            jax.block_until_ready(compiled(keys, params, ()))
+            jax.block_until_ready(compiled(*args))
         wall = time.perf_counter() - t0
         path = glob.glob(os.path.join(tmp, "**", "*.xplane.pb"), recursive=True)[0]
         data = jax.profiler.ProfileData.from_file(path)

@@ -2,7 +2,7 @@
 
 What: UCB and TS on the paper's Experiment-1 instance (revealing semi-bandit, d=3, K=10),
 float32, horizon ``--horizon`` (default 1,000) recorded every 100 rounds, at 1, 100, 1,000
-and 10,000 seeds in one jitted ``vmap`` call (``make_batched_rollout``, what ``simulate``
+and 10,000 seeds in one jitted ``vmap`` call (``rollout_program``, what ``simulate``
 compiles). Compile time is measured apart (ahead-of-time ``lower().compile()``); run time
 is the median of ``--repeats`` calls of the compiled function.
 
@@ -32,20 +32,18 @@ import numpy as np
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
-from e2d_jax.sim.rollout import run_keys
-from e2d_jax.sim.simulate import make_batched_rollout
+from e2d_jax.sim.simulate import rollout_program
 
 
 def measure(agent, params, seeds, horizon, record_every, repeats):
-    fn = make_batched_rollout(linear.ENVIRONMENT, agent, horizon, record_every, seeds)
-    keys = run_keys(0, np.arange(seeds))
+    fn, args = rollout_program(params, agent, horizon=horizon, record_every=record_every, lanes=seeds)
     t0 = time.perf_counter()
-    compiled = fn.lower(keys, params, {}).compile()
+    compiled = fn.lower(*args).compile()
     compile_s = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(compiled(keys, params, {}))
+        jax.block_until_ready(compiled(*args))
         times.append(time.perf_counter() - t0)
     run_s = float(np.median(times))
     return {"seeds": seeds, "compile_s": compile_s, "run_s": run_s, "seed_rounds_per_s": seeds * horizon / run_s}

@@ -228,7 +228,8 @@ def plot_final_distribution(table, *, title: str | None = None) -> Figure:
     colours, names = cell_colours(table), cell_names(table)
     table = _valid(table)
     data = [table.loc[table["cell"] == c, "final_regret"].to_numpy() for c in labels]
-    fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100)
+    # Constrained layout: the title sits right above the caption, with no band between them.
+    fig = Figure(figsize=(6.4, max(2.6, 0.42 * len(labels) + 1.6)), dpi=100, layout="constrained")
     ax = fig.subplots()
     y = np.arange(len(labels))[::-1]
     drawn = [i for i, vals in enumerate(data) if vals.size]
@@ -254,12 +255,11 @@ def plot_final_distribution(table, *, title: str | None = None) -> Figure:
     inst = table["instance_seed"].nunique() if "instance_seed" in table else 1
     per = table.groupby("cell").size().min() if len(table) else 0
     seeds = int(per // max(1, inst))
-    caption = (f"box: quartiles over {_count(seeds, inst)}; dot and bar: mean ± 95% CI" if drawn
+    caption = (f"box: quartiles over {_count(seeds, inst)}, whiskers: 1.5 IQR; dot and bar: mean ± 95% CI" if drawn
                else f"{NO_VALID}: nothing to draw")
-    ax.text(0.0, 1.01, caption, fontsize=7.5, transform=ax.transAxes, va="bottom")
+    ax.set_title(caption, fontsize=7.5, loc="left")
     if title:
         fig.suptitle(_wrap(title, 70), fontsize=10)
-    fig.tight_layout()
     return fig
 
 

@@ -250,8 +250,20 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose errors are one line naming the flag (``e2d-jax run: error:
     argument --horizon: ...``) and the way to the help, without the usage block first."""
 
+    #: Every flag of the command line, for the suggestions on an unrecognised one (the top-level
+    #: parser reports those, and knows only its own flags).
+    known_flags: tuple = ()
+
     def error(self, message):
         message = re.sub(r"^argument (--[\w-]+): \1 ", r"\1 ", message)  # a flag's own message names it
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if choice:
+            message += registry.did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        if message.startswith("unrecognized arguments:"):
+            flags = self.known_flags or tuple(o for a in self._actions for o in a.option_strings)
+            for word in message.split(":", 1)[1].split():
+                if word.startswith("--") and word.split("=", 1)[0] not in flags:
+                    message += registry.did_you_mean(word.split("=", 1)[0], flags)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -328,6 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="redraw the figures of stored results", formatter_class=_Formatter)
     pl.add_argument("dir", help="a results directory (or a 'reproduce all' directory)")
     pl.add_argument("--hparam", default=None, help="also draw final regret against this hyperparameter")
+    parser.known_flags = tuple(dict.fromkeys(o for p in (parser, run, rep, sw, pl) for a in p._actions
+                                             for o in a.option_strings if o.startswith("--")))
     return parser
 
 

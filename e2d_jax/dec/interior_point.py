@@ -360,7 +360,7 @@ def _max_step(v, dv):
     return jnp.minimum(1.0, jnp.min(ratio))
 
 
-def _interior(p, k, dtype):
+def interior(p, k, dtype):
     """A point of the open simplex from a nonnegative vector (mixed with the uniform)."""
     p = jnp.clip(jnp.asarray(p, dtype), 0.0, None)
     total = jnp.sum(p)
@@ -379,8 +379,8 @@ def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=
     k = s.features.shape[0]
     dtype = s.features.dtype
     lam = jnp.asarray(lam, dtype)
-    mu = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else _interior(mu0, k, dtype)
-    omega = jnp.full((k,), 1.0 / k, dtype) if omega0 is None else _interior(omega0, k, dtype)
+    mu = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else interior(mu0, k, dtype)
+    omega = jnp.full((k,), 1.0 / k, dtype) if omega0 is None else interior(omega0, k, dtype)
     pieces = evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = certificate(mu, omega, pieces)
     g = om @ pieces.jac

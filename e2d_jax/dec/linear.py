@@ -56,6 +56,7 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax import _checks as V
@@ -100,14 +101,18 @@ def delta_norms(mu, s: ObservableSpan):
     return jnp.einsum("ik,ki->k", w, x)
 
 
-def max_sqrt_mixture(a, c, eps):
-    """Exact max_{omega in simplex} omega.a + eps sqrt(omega.c) for c > 0.
+#: Up to this many actions :func:`max_sqrt_mixture` searches every pair of actions (K (K - 1) / 2
+#: segments, the fastest there); above it, the dual search picks the candidates.
+PAIRS_MAX_ACTIONS = 32
+#: Actions the dual search hands to the pairwise formula: the best lines at the minimiser and
+#: the best at each end of its final bracket.
+DUAL_CANDIDATES = 6
+#: Bisection steps of the dual search, in log u over a bracket of at most 0.5 log(1e12).
+DUAL_STEPS = 48
 
-    The maximiser mixes at most two actions (see module docstring): each segment between two
-    points (a_i, c_i), (a_j, c_j) is searched in closed form (the stationary point of the
-    concave 1-D function, clipped to the segment), over the K (K - 1) / 2 pairs i < j and the K
-    vertices. Returns ``(value, omega (K,), y = omega.c)``.
-    """
+
+def _max_over_pairs(a, c, eps):
+    """max over the K (K - 1) / 2 segments and the K vertices (see :func:`max_sqrt_mixture`)."""
     k = a.shape[0]
     if k > 1:
         ii, jj = np.triu_indices(k, 1)
@@ -132,6 +137,50 @@ def max_sqrt_mixture(a, c, eps):
     omega = ((1.0 - tt) * jax.nn.one_hot(jnp.asarray(ii)[idx], k, dtype=a.dtype)
              + tt * jax.nn.one_hot(jnp.asarray(jj)[idx], k, dtype=a.dtype))
     return val[idx], omega, y[idx]
+
+
+def _dual_candidates(a, c, eps):
+    """The actions that can carry the maximiser, from the dual min_{u > 0} phi(u),
+    phi(u) = max_b (a_b + c_b u) + eps^2 / (4 u) (convex; eps sqrt(y) = min_u y u + eps^2 / (4 u)):
+    bisection in log u on the sign of phi's slope c_{b(u)} - eps^2 / (4 u^2), b(u) the best line
+    at u, over [eps / (2 sqrt(max c)), eps / (2 sqrt(min c))] (min c floored at 1e-12 max c), where
+    the minimiser lies (u* = eps / (2 sqrt(omega*.c))). The maximising mixture's two actions are
+    the best lines at u* (they meet there); the best ones at u* and at both ends of the bracket are
+    returned, (DUAL_CANDIDATES,) indices."""
+    cmax = jnp.maximum(jnp.max(c), jnp.finfo(c.dtype).tiny)
+    cmin = jnp.maximum(jnp.min(c), 1e-12 * cmax)
+    half_eps = 0.5 * jnp.maximum(eps, jnp.finfo(c.dtype).tiny)
+    lo, hi = jnp.log(half_eps * lax.rsqrt(cmax)), jnp.log(half_eps * lax.rsqrt(cmin))
+    best = lambda log_u: jnp.argmax(a + c * jnp.exp(log_u))  # noqa: E731
+
+    def bisect(_, bracket):
+        lo, hi = bracket
+        mid = 0.5 * (lo + hi)
+        rising = c[best(mid)] * jnp.exp(2.0 * mid) > half_eps**2  # phi increases at mid
+        return jnp.where(rising, lo, mid), jnp.where(rising, mid, hi)
+
+    lo, hi = lax.fori_loop(0, DUAL_STEPS, bisect, (lo, hi))
+    _, top = lax.top_k(a + c * jnp.exp(0.5 * (lo + hi)), DUAL_CANDIDATES - 2)
+    return jnp.concatenate([top, jnp.stack([best(lo), best(hi)])])
+
+
+def max_sqrt_mixture(a, c, eps):
+    """Exact max_{omega in simplex} omega.a + eps sqrt(omega.c) for c >= 0.
+
+    The maximiser mixes at most two actions (see module docstring): each segment between two
+    points (a_i, c_i), (a_j, c_j) is searched in closed form (the stationary point of the
+    concave 1-D function, clipped to the segment). Up to ``PAIRS_MAX_ACTIONS`` actions over all
+    K (K - 1) / 2 pairs i < j and the K vertices; above, over the pairs of the few candidates
+    of the dual search (:func:`_dual_candidates`, O(K) per bisection step), which hold the
+    maximising pair. Returns ``(value, omega (K,), y = omega.c)``; ``value`` is attained by
+    ``omega`` (a feasible mixture) either way.
+    """
+    k = a.shape[0]
+    if k <= PAIRS_MAX_ACTIONS:
+        return _max_over_pairs(a, c, eps)
+    idx = _dual_candidates(a, c, eps)
+    value, om, y = _max_over_pairs(a[idx], c[idx], eps)
+    return value, jnp.zeros_like(a).at[idx].add(om), y
 
 
 def _eps(eps2):

@@ -58,7 +58,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from e2d_jax import _checks as V
-from e2d_jax.dec import frank_wolfe, fused, interior_point, lambda_search, loop, matrix_game, saddle
+from e2d_jax.dec import frank_wolfe, fused, interior_point, lambda_search, loop, matrix_game, saddle, working_set
 from e2d_jax.types import GAP_TYPES, WarmStart
 
 #: The programs a solver may solve: the average-constrained DEC (``"acdec"``, a radius eps^2)
@@ -416,6 +416,11 @@ class InteriorPoint(Solver):
     (:mod:`e2d_jax.dec.interior_point`): Newton steps on the epigraph form, at most
     ``maxiter`` of them, each answer certified.
 
+    On more actions than its working set (``working_set``; by default
+    max(32, 4 r) for a span of dimension r) the method runs on a working set of them, certified
+    on all of them every iteration (:mod:`e2d_jax.dec.working_set`): a round's cost grows like
+    m K r^2 instead of K^3 r.
+
     Attributes:
       maxiter: Newton iterations at most (a problem that meets the tolerance is frozen).
       rtol: the tolerance of the certified gap, rtol |value| + atol.
@@ -424,6 +429,8 @@ class InteriorPoint(Solver):
         ``lax.while_loop``; under ``vmap`` it runs until the batch's slowest problem is
         done). False runs exactly ``maxiter`` iterations (a ``lax.fori_loop``). The answers
         are the same either way.
+      working_set: the number of actions the Newton steps run on (None: max(32, 4 r), at most
+        K; K or more: all of them, the plain method).
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "offset"): _BOTH}
@@ -431,23 +438,36 @@ class InteriorPoint(Solver):
     rtol: float = 1e-4
     atol: float = 0.0
     early_stop: bool = True
+    working_set: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.working_set is not None:
+            V.check_int("working_set", self.working_set, minimum=2)
 
     def prepare(self, problem, carry):
         span = interior_point.symmetrised(problem.span)
         dtype = span.features.dtype
-        form = (span, jnp.asarray(problem.rewards(), dtype), jnp.asarray(problem.lam, dtype), problem.gap_type)
+        k, rank = span.features.shape
+        m = working_set.size(k, rank, self.working_set)
+        form = (span, jnp.asarray(problem.rewards(), dtype), jnp.asarray(problem.lam, dtype), problem.gap_type,
+                m if m < k else None)
         return _Work(problem, problem.cold_start() if carry is None else carry, form)
 
     def init(self, work):
-        span, r, lam, gap_type = work.form
-        return interior_point.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega)
+        span, r, lam, gap_type, m = work.form
+        if m is None:
+            return interior_point.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega)
+        return working_set.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega, m)
 
     def step(self, work, state):
-        span, r, lam, gap_type = work.form
-        return interior_point.step(span, r, lam, state, gap_type)
+        span, r, lam, gap_type, m = work.form
+        if m is None:
+            return interior_point.step(span, r, lam, state, gap_type)
+        return working_set.step(span, r, lam, state, gap_type, m)
 
     def halted(self, work, state):
-        return interior_point.halted(state)
+        return interior_point.halted(state) if work.form[4] is None else working_set.halted(state)
 
     def steps(self, work) -> int:
         return self.maxiter

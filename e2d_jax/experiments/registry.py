@@ -282,6 +282,14 @@ class RegisteredAgent:
             names.append("solver_iters")
         return tuple(dict.fromkeys(names))
 
+    def valid_options(self) -> str:
+        """The options, for a message: ``valid on finite models: ...; on linear models: ...``
+        (one list when they are the same on every family, or the agent runs on one)."""
+        per = {fam: self.options(fam) for fam in (self.families() or ())}
+        if len(set(per.values())) <= 1:
+            return "valid: " + (", ".join(self.options() or ()) or "none")
+        return "valid on " + "; on ".join(f"{fam} models: {', '.join(opts) or 'none'}" for fam, opts in per.items())
+
 
 AGENTS: dict[str, RegisteredAgent] = {}
 

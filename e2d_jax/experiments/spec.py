@@ -148,8 +148,7 @@ class SweepAgent:
             for key, _ in options:
                 if key not in accepted:
                     raise V.ArgumentError(key, f"{V.name('agents')}[{ref.label}]: unknown option {V.name(key)}"
-                                               f"{registry.did_you_mean(key, accepted)} (valid: "
-                                               f"{', '.join(accepted) or 'none'})")
+                                               f"{registry.did_you_mean(key, accepted)} ({ref.entry.valid_options()})")
         cells = []
         for key, values in sorted(dict(grid or {}).items()):
             vals = np.asarray(values, np.float64).reshape(-1)

@@ -54,6 +54,17 @@ def _matrix(inst, cell: str):
     return sub
 
 
+def grid_agent(table, hparam: str, prefix: str = "") -> str:
+    """The agent (whose name starts with ``prefix``) with a grid over ``hparam``: more than one
+    value of ``hp_<hparam>`` among its rows."""
+    col = f"hp_{hparam}"
+    if col in table:
+        for agent, rows in table.groupby("agent"):
+            if str(agent).startswith(prefix) and rows[col].nunique() > 1:
+                return str(agent)
+    raise ValueError(f"no agent{f' named {prefix}...' if prefix else ''} has a grid over {hparam!r}")
+
+
 def sensitivity(table, agent: str, hparam: str, *, boot: int = 2000, seed: int = 0):
     """Final regret against ``hparam`` for ``agent``'s grid, over instances.
 
@@ -63,7 +74,7 @@ def sensitivity(table, agent: str, hparam: str, *, boot: int = 2000, seed: int =
     """
     col = f"hp_{hparam}"
     sub = table[table["agent"] == agent]
-    if sub.empty or col not in sub:
+    if sub.empty or col not in sub or sub[col].isna().all():
         raise ValueError(f"no grid over {hparam!r} for agent {agent!r}")
     rows = []
     rng = np.random.default_rng(seed)

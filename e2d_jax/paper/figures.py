@@ -97,12 +97,15 @@ def plot_sensitivity(dirs: dict) -> Figure:
     axes = np.atleast_2d(fig.subplots(len(dirs), 2, squeeze=False))
     for row, (title, out) in enumerate(dirs.items()):
         table, summary = claims.load(out)
-        n = summary["config"]["horizon"]
         agents = {c["agent"] for c in summary["agents"].values()}
+        # E2D's grid over m: the agent tuned for the sweep's own horizon (the other tunings are
+        # single cells), whatever horizon the sweep was resized to.
+        tuned = claims.grid_agent(table, "lam_scale", prefix="e2d-n")
+        n = int(tuned[len("e2d-n"):])
         agent_colour = label_colours([c["agent"] for c in summary["agents"].values()]).get
         for ax, (agent, hp, xlabel, kl_x) in zip(axes[row], (
                 ("anytime-e2d", "eps2_scale", "c in $\\epsilon_t^2 = c\\,d/t$", 2.0),
-                (f"e2d-n{n}", "lam_scale", "m in $\\lambda = m\\sqrt{n/(4\\log n)}$", 0.5))):
+                (tuned, "lam_scale", "m in $\\lambda = m\\sqrt{n/(4\\log n)}$", 0.5))):
             s = claims.sensitivity(table, agent, hp)
             colour = agent_colour(agent)
             ax.plot(s["value"], s["median"], "o-", color=colour,

@@ -36,6 +36,7 @@ with ``record_every=100`` keeps 10^6 numbers per recorded field.
 """
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -181,6 +182,78 @@ def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: 
                              f"(lax.scan carries it): init gave {signature[0]} {first}, {name} gave {sig} {leaves}")
 
 
+class _RoundCarry(NamedTuple):
+    """What a run carries from round to round."""
+
+    state: PyTree  # the agent's state
+    regret: jax.Array  # () the cumulative pseudo-regret (a Kahan sum)
+    compensation: jax.Array  # () the Kahan sum's compensation
+    counts: jax.Array  # (K,) int32 plays per action
+    stats: SolverStats  # per-status round counts and the certified-gap histogram
+
+
+def _play(agent: Agent, env: Environment, params, model, gap, carry: _RoundCarry, keys):
+    """One round: the agent acts, the environment answers, the agent updates; the round's gap
+    is added to the regret and its status and certified gap counted. Returns ``(carry, info)``."""
+    key_act, key_obs = keys
+    num_actions = gap.shape[0]
+    action, state, info = agent.act(key_act, carry.state, model)
+    check_step_outputs(action, info)
+    # An action outside [0, K) invalidates the seed (its status says why); the environment and
+    # the bookkeeping see it clipped so that no index is out of range.
+    out_of_range = (action < 0) | (action >= num_actions)
+    action = jnp.clip(action, 0, num_actions - 1).astype(jnp.int32)
+    status = jnp.where(out_of_range, Status.INVALID_ACTION, info.status)
+    obs = env.observe(key_obs, params, action)
+    state = agent.update(state, action, obs, model)
+    # Kahan summation of the per-round gaps.
+    y = gap[action] - carry.compensation
+    total = carry.regret + y
+    compensation = (total - carry.regret) - y
+    stats = carry.stats
+    status_counts = stats.status_counts.at[jnp.clip(status, 0, NUM_STATUS - 1)].add(1)
+    bin_ = _gap_bin(info, gap.dtype)
+    hist = stats.gap_hist if bin_ is None else stats.gap_hist.at[bin_].add(1)
+    return _RoundCarry(state, total, compensation, carry.counts.at[action].add(1),
+                       SolverStats(status_counts, hist)), info
+
+
+def _recorded_blocks(play, key_rounds, carry, horizon: int, record_every: int):
+    """The rounds 1..horizon in blocks of ``record_every`` (and a last shorter one): the carry
+    after the last round, the regret after each block and the info of each block's last round."""
+
+    def rounds(carry, ts):
+        # The keys of up to KEY_BLOCK rounds in one batched draw (the same keys as one round at
+        # a time: threefry hashes each counter on its own), so a round runs no key derivation.
+        keys = jax.vmap(lambda t: tuple(jax.random.split(jax.random.fold_in(key_rounds, t))))(ts)
+        carry, infos = lax.scan(play, carry, keys)
+        return carry, jax.tree_util.tree_map(lambda x: x[-1], infos)
+
+    def block(carry, ts):
+        # Rounds in chunks of KEY_BLOCK, so that the keys and infos held at once stay bounded
+        # however long the block.
+        if ts.shape[0] <= KEY_BLOCK:
+            carry, last = rounds(carry, ts)
+        else:
+            n_chunks, rest = divmod(ts.shape[0], KEY_BLOCK)
+            whole = ts[:n_chunks * KEY_BLOCK].reshape(n_chunks, KEY_BLOCK)
+            carry, lasts = lax.scan(rounds, carry, whole)
+            last = jax.tree_util.tree_map(lambda x: x[-1], lasts)
+            if rest:
+                carry, last = rounds(carry, ts[n_chunks * KEY_BLOCK:])
+        return carry, (carry.regret, last)
+
+    n_blocks, rest = divmod(horizon, record_every)
+    ts = jnp.arange(1, n_blocks * record_every + 1, dtype=jnp.int32).reshape(n_blocks, record_every)
+    carry, (regret, info) = lax.scan(block, carry, ts)
+    if rest:
+        tail = jnp.arange(n_blocks * record_every + 1, horizon + 1, dtype=jnp.int32)
+        carry, (reg_tail, info_tail) = block(carry, tail)
+        regret = jnp.concatenate([regret, reg_tail[None]])
+        info = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b[None]]), info, info_tail)
+    return carry, regret, info
+
+
 def rollout(
     key: jax.Array,
     params: PyTree,
@@ -209,63 +282,11 @@ def rollout(
     model = env.model(params)
     means = env.mean_rewards(params)
     gap = jnp.max(means) - means
-    num_actions = gap.shape[0]
-    state = agent.init(key_init, model)
     zero = jnp.zeros((), gap.dtype)
     stats = SolverStats(jnp.zeros((NUM_STATUS,), jnp.int32), jnp.zeros((NUM_GAP_BINS,), jnp.int32))
-    carry = (state, zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
-
-    def step(carry, keys):
-        state, total, comp, counts, stats = carry
-        key_act, key_obs = keys
-        action, state, info = agent.act(key_act, state, model)
-        check_step_outputs(action, info)
-        # An action outside [0, K) invalidates the seed (its status says why); the environment
-        # and the bookkeeping see it clipped so that no index is out of range.
-        out_of_range = (action < 0) | (action >= num_actions)
-        action = jnp.clip(action, 0, num_actions - 1).astype(jnp.int32)
-        status = jnp.where(out_of_range, Status.INVALID_ACTION, info.status)
-        obs = env.observe(key_obs, params, action)
-        state = agent.update(state, action, obs, model)
-        # Kahan summation of the per-round gaps.
-        y = gap[action] - comp
-        new_total = total + y
-        comp = (new_total - total) - y
-        counts = counts.at[action].add(1)
-        status_counts = stats.status_counts.at[jnp.clip(status, 0, NUM_STATUS - 1)].add(1)
-        bin_ = _gap_bin(info, gap.dtype)
-        hist = stats.gap_hist if bin_ is None else stats.gap_hist.at[bin_].add(1)
-        return (state, new_total, comp, counts, SolverStats(status_counts, hist)), info
-
-    def rounds(carry, ts):
-        # The keys of up to KEY_BLOCK rounds in one batched draw (the same keys as one round at
-        # a time: threefry hashes each counter on its own), so a round runs no key derivation.
-        keys = jax.vmap(lambda t: tuple(jax.random.split(jax.random.fold_in(key_rounds, t))))(ts)
-        carry, infos = lax.scan(step, carry, keys)
-        return carry, jax.tree_util.tree_map(lambda x: x[-1], infos)
-
-    def block(carry, ts):
-        # Rounds in chunks of KEY_BLOCK, so that the keys and infos held at once stay bounded
-        # however long the block.
-        if ts.shape[0] <= KEY_BLOCK:
-            carry, last = rounds(carry, ts)
-        else:
-            n_chunks, rest = divmod(ts.shape[0], KEY_BLOCK)
-            whole = ts[:n_chunks * KEY_BLOCK].reshape(n_chunks, KEY_BLOCK)
-            carry, lasts = lax.scan(rounds, carry, whole)
-            last = jax.tree_util.tree_map(lambda x: x[-1], lasts)
-            if rest:
-                carry, last = rounds(carry, ts[n_chunks * KEY_BLOCK:])
-        return carry, (carry[1], last)
-
-    n_blocks, rest = divmod(horizon, record_every)
-    ts = jnp.arange(1, n_blocks * record_every + 1, dtype=jnp.int32).reshape(n_blocks, record_every)
-    carry, (regret, info) = lax.scan(block, carry, ts)
-    if rest:
-        tail = jnp.arange(n_blocks * record_every + 1, horizon + 1, dtype=jnp.int32)
-        carry, (reg_tail, info_tail) = block(carry, tail)
-        regret = jnp.concatenate([regret, reg_tail[None]])
-        info = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b[None]]), info, info_tail)
-    _, _, _, counts, stats = carry
-    invalid = stats.status_counts[Status.NONFINITE] + stats.status_counts[Status.INVALID_ACTION]
-    return RolloutResult(regret=regret, action_counts=counts, invalid_rounds=invalid, solver=stats, info=info)
+    carry = _RoundCarry(agent.init(key_init, model), zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
+    play = functools.partial(_play, agent, env, params, model, gap)
+    carry, regret, info = _recorded_blocks(play, key_rounds, carry, horizon, record_every)
+    invalid = carry.stats.status_counts[Status.NONFINITE] + carry.stats.status_counts[Status.INVALID_ACTION]
+    return RolloutResult(regret=regret, action_counts=carry.counts, invalid_rounds=invalid, solver=carry.stats,
+                         info=info)

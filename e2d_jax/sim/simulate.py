@@ -35,7 +35,7 @@ from e2d_jax.sim import execute
 from e2d_jax.sim.layout import Layout, assemble, lanes_for, layout
 from e2d_jax.sim.program import Program, check_program, program_of
 from e2d_jax.sim.results import Simulation, Tables, warn_flagged
-from e2d_jax.sim.rollout import check_run_args, record_rounds
+from e2d_jax.sim.rollout import check_run_args, record_rounds, run_keys
 from e2d_jax.types import Environment, PyTree
 
 compiled_cache_size = execute.compiled_cache_size
@@ -131,9 +131,7 @@ def simulate(
 
     An agent whose solver flags more than 5% of its rounds (their certified gap above its
     tolerance) is warned about (:class:`~e2d_jax.sim.results.FlaggedRoundsWarning`), as the
-    command line does.
-
-    The agent is checked on one abstract round before anything compiles
+    command line does. The agent is checked on one abstract round before anything compiles
     (:func:`~e2d_jax.sim.rollout.check_agent`): a float action, an info without ``status``
     or a model of the other family is refused with a ValueError.
 
@@ -155,11 +153,20 @@ def simulate(
     the_layout = layout(numbers.shape[0], n_inst, indices, width)
     result, compile_seconds, run_seconds = run_layout(program, numbers, stack, env, the_layout, horizon=horizon,
                                                       record_every=record_every, seed=seed, devices=device_list)
-    # The axes the caller asked for: (H, I, S) without the cell axis when there is no grid and
-    # without the instance axis for one instance given as such.
+    sim = _simulation(result, program, numbers, hparams, instances, n_inst, indices, horizon, record_every,
+                      label, compile_seconds, run_seconds)
+    warn_flagged(Tables([sim]).cells())
+    return sim
+
+
+def _simulation(result, program: Program, numbers, hparams, instances: bool, n_inst: int, indices, horizon: int,
+                record_every: int, label, compile_seconds: float, run_seconds: float) -> Simulation:
+    """The :class:`Simulation` of :func:`simulate`, with the axes the caller asked for: (H, I,
+    S) without the cell axis when there is no grid and without the instance axis for one
+    instance given as such."""
     drop = (() if hparams else (0,)) + (() if instances else (1,))
     result = jax.tree_util.tree_map(lambda x: np.squeeze(x, axis=drop) if drop else x, result)
-    sim = Simulation(
+    return Simulation(
         result=result,
         rounds=record_rounds(horizon, record_every),
         seed_indices=indices,
@@ -170,8 +177,24 @@ def simulate(
         instance_seeds=tuple(range(n_inst)) if instances else None,
         horizon=horizon,
     )
-    warn_flagged(Tables([sim]).cells())
-    return sim
+
+
+def rollout_program(params: PyTree, agent, *, horizon: int, record_every: int = 1, lanes: int | None = None,
+                    env: Environment | None = None, seed: int = 0) -> tuple:
+    """``(jitted, args)``: the function :func:`simulate` compiles for ``agent`` on one instance
+    (:func:`e2d_jax.sim.execute.lane_rollout`, ``lanes`` runs side by side) and its arguments
+    for seeds 0..lanes-1, for a benchmark that compiles it (``jitted.lower(*args).compile()``)
+    and times its calls. ``lanes`` defaults to :func:`~e2d_jax.sim.layout.lanes_for` the first
+    device."""
+    env = environment_of(params, env)
+    horizon, record_every = check_run_args(horizon, record_every)
+    program, numbers = program_of(agent, params_family(params))
+    width = lanes_for(jax.devices()[0]) if lanes is None else V.check_int("lanes", lanes, minimum=1)
+    check_program(program, numbers, params, env)
+    lane_params = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x), (width,) + np.shape(x)), params)
+    lane_numbers = jnp.asarray(np.broadcast_to(numbers[:1], (width, numbers.shape[1])), float_dtype(params))
+    return (execute.lane_rollout(env, program, horizon, record_every),
+            (run_keys(seed, np.arange(width)), lane_params, lane_numbers))
 
 
 def default_cache_dir() -> str:

@@ -235,7 +235,8 @@ def test_sweep_file_builds_ucb_with_the_anytime_level(tmp_path):
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'ucb'\ncolour = 'red'\n",
      "agents\\[ucb\\]: unknown option colour \\(valid: delta, radius, reg"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'anytime-e2d'\ndivergense = 'kl'\n",
-     "unknown option divergense \\(did you mean 'divergence'\\?\\) \\(valid: .*divergence"),
+     "unknown option divergense \\(did you mean 'divergence'\\?\\) \\(valid on finite models: .*; on linear "
+     "models: eps2_schedule, eps2_scale, divergence, gap_type, solver, reg, solver_iters\\)"),
     ("env = 'semi-bandit'\nhorizon = 0\nseeds = 2\n[[agents]]\nname = 'ucb'\n", "horizon"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\nfoo = 1\n[[agents]]\nname = 'ucb'\n", "unknown field\\(s\\) \\['foo'\\]; valid: .*'instances'"),
     ("env = 'semi-bandit'\nhorizon = 10\nseeds = 2\n[[agents]]\nname = 'anytime-e2d'\ngrid = {eps2_scale = []}\n",

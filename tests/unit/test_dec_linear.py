@@ -221,3 +221,26 @@ def test_two_point_formula_is_the_min_over_lambda():
         assert np.all(omega >= 0) and abs(omega.sum() - 1) < 1e-12 and np.count_nonzero(omega) <= 2
         np.testing.assert_allclose(omega @ a + eps * np.sqrt(omega @ c), float(value), rtol=1e-12)
         np.testing.assert_allclose(float(y), omega @ c, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [jnp.float64, jnp.float32])
+def test_dual_search_finds_the_pairs_maximum(dtype):
+    """Above PAIRS_MAX_ACTIONS the maximum over two-action mixtures comes from the dual search's
+    candidates: the same value as the search over every pair (to rounding), attained by the
+    returned mixture, on random points with spreads of several orders of magnitude and a zero c."""
+    rng = np.random.default_rng(7)
+    pairs, dual = jax.jit(L._max_over_pairs), jax.jit(L.max_sqrt_mixture)
+    for trial in range(40):
+        k = int(rng.choice([L.PAIRS_MAX_ACTIONS + 1, 100, 300]))
+        a = jnp.asarray(rng.normal(size=k) * rng.choice([0.01, 1.0, 10.0]), dtype)
+        c = np.exp(rng.normal(size=k) * rng.choice([0.1, 1.0, 3.0]))
+        c[rng.integers(k)] = 0.0 if trial % 4 == 0 else c[0]
+        c = jnp.asarray(c, dtype)
+        eps = jnp.asarray(np.exp(rng.normal() * 2.0), dtype)
+        v1, _, _ = pairs(a, c, eps)
+        v2, om, y = dual(a, c, eps)
+        tol = 1e-12 if dtype == jnp.float64 else 2e-6
+        assert abs(float(v1) - float(v2)) <= tol * max(1.0, abs(float(v1))), (trial, float(v1), float(v2))
+        assert abs(float(jnp.sum(om)) - 1.0) <= 10 * np.finfo(dtype).eps and float(jnp.min(om)) >= 0.0
+        attained = float(om @ a + eps * jnp.sqrt(jnp.maximum(om @ c, 0.0)))
+        assert abs(attained - float(v2)) <= tol * max(1.0, abs(float(v2)))
