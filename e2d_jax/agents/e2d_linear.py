@@ -62,10 +62,10 @@ from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Sta
 
 #: Anytime-E2D's default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
 #: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
-#: 5% or 100 steps are used.
+#: 5% or 200 steps are used.
 AGENT_SOLVER = S.TRACKING
 #: Fixed-horizon E2D's default solver, :data:`e2d_jax.dec.solvers.E2D_ROUND`: interior-point
-#: iterations until the round is certified to 1e-3 (at most 10).
+#: iterations until the round is certified to 1e-3 (at most 20).
 E2D_SOLVER = S.E2D_ROUND
 
 

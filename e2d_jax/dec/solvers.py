@@ -680,14 +680,14 @@ def _has_cuda() -> bool:
 
 #: Anytime-E2D's per-round budget on linear models: mirror-prox on the exact form,
 #: warm-started from the last round, a certificate every 10 steps, continued until the
-#: certified gap is within 5% of the value or 100 steps are used (docs: Concepts, 'Round
+#: certified gap is within 5% of the value or 200 steps are used (docs: Concepts, 'Round
 #: statuses').
-TRACKING = Saddle(maxiter=100, rtol=0.05, check_every=10)
+TRACKING = Saddle(maxiter=200, rtol=0.05, check_every=10)
 #: The cheapest budget: 10 warm-started mirror-prox steps and one certificate a round.
 FAST = Saddle(maxiter=10, rtol=0.05, check_every=10)
 #: Fixed-horizon E2D's per-round solver on linear models: interior-point iterations, warm-started
-#: from the last round, until certified to 1e-3 (at most 10; docs: Concepts, 'Round statuses').
-E2D_ROUND = InteriorPoint(maxiter=10, rtol=1e-3)
+#: from the last round, until certified to 1e-3 (at most 20; docs: Concepts, 'Round statuses').
+E2D_ROUND = InteriorPoint(maxiter=20, rtol=1e-3)
 
 #: Names of solver values: the command line, sweep files, the DEC functions and the agents take
 #: these names (or values). One preset per name.
