@@ -395,15 +395,16 @@ def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=
     )
 
 
-def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f") -> InteriorPointState:
-    """One Mehrotra predictor-corrector iteration, then the certificate of the new iterate."""
+def _newton_solver(state: InteriorPointState, lam):
+    """The Newton system of the KKT conditions at ``state``, reduced to the K x K system in mu
+    (Jacobi-scaled, Cholesky-factored once): returns ``newton(c1, c2)``, the direction
+    (dmu, ds, dt, domega, dz, dnu) for complementarity targets omega * dt + t * domega = c1 and
+    z * dmu + mu * dz = c2 (the linearised rest of the system holds exactly)."""
     mu, t, omega, z, nu = state.mu, state.t, state.omega, state.z, state.nu
     k = mu.shape[0]
     dtype = mu.dtype
-    lam = jnp.asarray(lam, dtype)
-    pieces = state.pieces
-    h, jac = pieces.h, pieces.jac
-    hess = hessian(omega, pieces, lam)
+    h, jac = state.pieces.h, state.pieces.jac
+    hess = hessian(omega, state.pieces, lam)
 
     # Residuals: stationarity in mu and in s, the epigraph constraints, the equality.
     r_mu = omega @ jac - z + nu
@@ -426,8 +427,6 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     ones = jnp.ones((k,), dtype)
 
     def newton(c1, c2):
-        """The direction for complementarity targets omega * dt + t * domega = c1 and
-        z * dmu + mu * dz = c2 (the linearised rest of the system holds exactly)."""
         q = (c1 + omega * r_p) / t
         b1 = -r_mu - jac.T @ q + c2 / mu
         b2 = r_s - jnp.sum(q)
@@ -440,41 +439,67 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
         dz = (c2 - z * dmu) / mu
         return dmu, ds, dt, domega, dz, dnu
 
+    return newton
+
+
+def _direction(state: InteriorPointState, lam):
+    """Mehrotra's predictor (affine scaling), the centring parameter, and the corrector with
+    centring: the direction (dmu, ds, dt, domega, dz, dnu) and its longest step a_max inside
+    the boundary fractions (see the module docstring, 'Step rule')."""
+    mu, t, omega, z = state.mu, state.t, state.omega, state.z
+    k = mu.shape[0]
+    newton = _newton_solver(state, lam)
+
     def longest(dmu, dt, domega, dz, fraction=1.0, fraction_mu=1.0):
         return jnp.minimum(
             jnp.minimum(fraction_mu * _max_step(mu, dmu), fraction * _max_step(t, dt)),
             fraction * jnp.minimum(_max_step(omega, domega), _max_step(z, dz)))
 
     m = (omega @ t + z @ mu) / (2 * k)
-    # Predictor (affine scaling), then the centring parameter.
     dmu, ds, dt, domega, dz, _ = newton(-omega * t, -z * mu)
     a_aff = longest(dmu, dt, domega, dz)
     m_aff = ((omega + a_aff * domega) @ (t + a_aff * dt) + (z + a_aff * dz) @ (mu + a_aff * dmu)) / (2 * k)
     sigma = jnp.clip(m_aff / m, 0.0, 1.0) ** 3
     xi = jnp.minimum(jnp.min(omega * t), jnp.min(z * mu)) / m
     sigma = jnp.maximum(sigma, 0.1 * jnp.minimum(0.05 * (1.0 - xi) / xi, 2.0) ** 3)
-    sigma = jnp.maximum(sigma, SIGMA_MIN)  # see the module docstring, 'Step rule'
-    # Corrector with centring.
-    dmu, ds, dt, domega, dz, dnu = newton(sigma * m - omega * t - domega * dt, sigma * m - z * mu - dz * dmu)
-    a_max = longest(dmu, dt, domega, dz, BOUNDARY_FRACTION, SUPPORT_FRACTION)
+    sigma = jnp.maximum(sigma, SIGMA_MIN)
+    direction = newton(sigma * m - omega * t - domega * dt, sigma * m - z * mu - dz * dmu)
+    dmu, _, dt, domega, dz, _ = direction
+    return direction, longest(dmu, dt, domega, dz, BOUNDARY_FRACTION, SUPPORT_FRACTION)
 
-    # The step ladder: linearisation errors of h at the trial points, in one batch.
-    alphas = a_max * jnp.asarray(STEP_LADDER, dtype)
+
+def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_max, gap_type: str):
+    """The step ladder: the longest of the steps ``a_max * STEP_LADDER`` at which every
+    constraint's linearisation error stays within NONLINEARITY of its slack (the trial points
+    evaluated in one batch); returns the new point and whether it is accepted (admissible,
+    finite, strictly interior)."""
+    mu, t, omega, z, nu = state.mu, state.t, state.omega, state.z, state.nu
+    dmu, ds, dt, domega, dz, dnu = direction
+    h, jac = state.pieces.h, state.pieces.jac
+    alphas = a_max * jnp.asarray(STEP_LADDER, mu.dtype)
     trial_h = jax.vmap(lambda a: _constraints_fast(mu + a * dmu, s, r, lam, gap_type))(alphas)
     error = trial_h - h[None, :] - alphas[:, None] * (jac @ dmu)[None, :]
     admissible = jnp.all((error <= NONLINEARITY * (t[None, :] + alphas[:, None] * dt[None, :]))
                          & jnp.isfinite(error), axis=1)
     first = jnp.argmax(admissible)
     alpha = alphas[first]
-
     new = (mu + alpha * dmu, state.s + alpha * ds, t + alpha * dt, omega + alpha * domega, z + alpha * dz,
            nu + alpha * dnu)
     ok = admissible[first] & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) \
         & jnp.all(new[0] > 0) & jnp.all(new[2] > 0) & jnp.all(new[3] > 0) & jnp.all(new[4] > 0)
-    mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
-                                  zip(new, (mu, state.s, t, omega, z, nu)))
+    return new, ok
 
-    # Certificate of the new iterate and of its purified neighbour.
+
+def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f") -> InteriorPointState:
+    """One Mehrotra predictor-corrector iteration (:func:`_direction`, :func:`_ladder`), then
+    the certificate of the new iterate and of its purified neighbour."""
+    dtype = state.mu.dtype
+    lam = jnp.asarray(lam, dtype)
+    direction, a_max = _direction(state, lam)
+    new, ok = _ladder(s, r, lam, state, direction, a_max, gap_type)
+    mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
+                                  zip(new, (state.mu, state.s, state.t, state.omega, state.z, state.nu)))
+
     pieces = evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = certificate(mu, omega, pieces)
     mu_p, upper_p = purified(mu, s, r, lam, gap_type)

@@ -353,6 +353,44 @@ def pad_observations(obs_matrices) -> tuple[np.ndarray, np.ndarray]:
     return padded, mask
 
 
+def _check_reward_observed(features, grams) -> None:
+    """phi_pi phi_pi^T <= G_pi for every action (float64 arrays): phi in range(G) with
+    phi^T G^+ phi <= 1; raises naming the first action whose reward is not observed."""
+    for k in range(features.shape[0]):
+        phi = features[k]
+        sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
+        resid = np.linalg.norm(grams[k] @ sol - phi)
+        if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
+            raise ValueError(
+                f"obs_matrices[{k}] does not observe the reward of action {k}: the paper requires "
+                "phi_pi phi_pi^T <= M_pi^T M_pi (Example 'Linear Bandits with Side-Observations')")
+
+
+def _observations(features, obs_matrices, obs_mask, rank, dtype, concrete: bool):
+    """``(obs, mask, rank)``: the observation maps with their padding rows zeroed, the mask and
+    the observable span's dimension. Concrete arrays (also inside a trace, e.g. a builder of
+    fixed arrays under vmap over keys) are checked (:func:`_check_reward_observed`) and ranked
+    in NumPy, in float64; traced ones take rank min(d, K m) unless given."""
+    if concrete:
+        obs_np = np.asarray(obs_matrices, np.float64)
+        mask_np = np.any(obs_np != 0, axis=-1) if obs_mask is None else np.asarray(obs_mask, bool)
+        obs_np = np.where(mask_np[..., None], obs_np, 0.0)
+        grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
+        _check_reward_observed(np.asarray(features, np.float64), grams)
+        if rank is None:
+            rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
+        return jnp.asarray(obs_np, dtype), jnp.asarray(mask_np), rank
+    obs = jnp.asarray(obs_matrices, dtype)
+    if obs_mask is None:
+        mask = jnp.any(obs != 0, axis=-1)
+    else:
+        mask = jnp.asarray(obs_mask, bool)
+        obs = jnp.where(mask[..., None], obs, 0.0)
+    if rank is None:
+        rank = min(obs.shape[-1], obs.shape[0] * obs.shape[1])
+    return obs, mask, rank
+
+
 def linear_side_observation(
     features, obs_matrices, theta, *, sigma: float = 1.0, obs_mask=None, radius=None, rank: int | None = None,
     dtype=None,
@@ -405,35 +443,7 @@ def linear_side_observation(
     concrete = all(V.is_concrete(x) for x in (features, obs_matrices, theta, obs_mask))
     if obs_mask is not None:
         V.check_shape("obs_mask", obs_mask, obs_shape[:2])
-    if concrete:
-        # Concrete arrays (also inside a trace, e.g. a builder of fixed arrays under vmap over
-        # keys): the checks and the rank in NumPy, in float64.
-        obs_np = np.asarray(obs_matrices, np.float64)
-        mask_np = np.any(obs_np != 0, axis=-1) if obs_mask is None else np.asarray(obs_mask, bool)
-        obs_np = np.where(mask_np[..., None], obs_np, 0.0)
-        feats_np = np.asarray(features, np.float64)
-        grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
-        # Reward observed: phi phi^T <= G, i.e. phi in range(G) with phi^T G^+ phi <= 1.
-        for k in range(num_actions):
-            phi = feats_np[k]
-            sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
-            resid = np.linalg.norm(grams[k] @ sol - phi)
-            if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
-                raise ValueError(
-                    f"obs_matrices[{k}] does not observe the reward of action {k}: the paper requires "
-                    "phi_pi phi_pi^T <= M_pi^T M_pi (Example 'Linear Bandits with Side-Observations')")
-        if rank is None:
-            rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
-        obs, mask = jnp.asarray(obs_np, dtype), jnp.asarray(mask_np)
-    else:
-        obs = jnp.asarray(obs_matrices, dtype)
-        if obs_mask is None:
-            mask = jnp.any(obs != 0, axis=-1)
-        else:
-            mask = jnp.asarray(obs_mask, bool)
-            obs = jnp.where(mask[..., None], obs, 0.0)
-        if rank is None:
-            rank = min(d, obs_shape[0] * obs_shape[1])
+    obs, mask, rank = _observations(features, obs_matrices, obs_mask, rank, dtype, concrete)
     if rank is not None:
         V.check_int("rank", rank, minimum=1)
     theta = jnp.asarray(theta, dtype)
