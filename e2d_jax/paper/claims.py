@@ -161,10 +161,9 @@ def exp1_report(out):
     Anytime-E2D's default (c = 1) with E2D at each tuning, and states the claim as a whole
     (lower than every mis-tuned E2D and not higher, with 95% confidence, than the tuned one)
     in each convention."""
-    table, summary = load(out)
+    table, _ = load(out)
     inst = per_instance(table)
-    n = summary["config"]["horizon"]
-    tuned = f"e2d-n{n}[lam_scale=1]"
+    tuned = f"{grid_agent(table, 'lam_scale', prefix='e2d-n')}[lam_scale=1]"  # E2D tuned for the horizon
     cells = set(inst["cell"])
     mistuned = sorted((c for c in cells if c.startswith("e2d-n") and "[" not in c and not c.endswith("-kl")),
                       key=lambda c: int(c[len("e2d-n"):]))
