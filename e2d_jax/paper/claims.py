@@ -163,7 +163,9 @@ def exp1_report(out):
     in each convention."""
     table, _ = load(out)
     inst = per_instance(table)
-    tuned = f"{grid_agent(table, 'lam_scale', prefix='e2d-n')}[lam_scale=1]"  # E2D tuned for the horizon
+    base = grid_agent(table, "lam_scale", prefix="e2d-n")  # E2D tuned for the horizon, e2d-nN
+    n = int(base[len("e2d-n"):])
+    tuned = f"{base}[lam_scale=1]"
     cells = set(inst["cell"])
     mistuned = sorted((c for c in cells if c.startswith("e2d-n") and "[" not in c and not c.endswith("-kl")),
                       key=lambda c: int(c[len("e2d-n"):]))
