@@ -153,7 +153,7 @@ def _first_set(mu0, om0, s: ObservableSpan, r, lam, gap_type: str, m: int):
     def pick(i, carry):
         chosen, active = carry
         key = 2.0 * support + jnp.where(i % 2 == 0, keys[0], keys[1]) - jnp.where(chosen, jnp.inf, 0.0)
-        j = jnp.argmax(key)
+        j = jnp.argmax(key).astype(jnp.int32)
         return chosen.at[j].set(True), active.at[i].set(j)
 
     _, active = lax.fori_loop(0, m, pick, (jnp.zeros((k,), bool), jnp.zeros((m,), jnp.int32)))
@@ -179,7 +179,7 @@ def _swap(state: WorkingSetState, h, values, m: int):
         chosen, active, entered = carry
         key = jnp.where(i % 2 == 0, over, under)
         key = jnp.where(chosen, -jnp.inf, key)
-        j = jnp.argmax(key)
+        j = jnp.argmax(key).astype(jnp.int32)
         ok = key[j] > 0
         return chosen.at[j].set(chosen[j] | ok), active.at[leaving[i]].set(jnp.where(ok, j, active[leaving[i]])), \
             entered | ok
