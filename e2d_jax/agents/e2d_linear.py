@@ -64,6 +64,14 @@ from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Sta
 #: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
 #: 5% or 200 steps are used.
 AGENT_SOLVER = S.TRACKING
+#: Anytime-E2D's default solver with gaps Delta (``gap_type="delta"``, e.g. duelling games whose
+#: reward level is not observable), where the exact form is not convex: the certified
+#: branch-and-bound search over lambda with a round's budget, as the finite agents' plain
+#: search: a first grid of 7 lambdas over the proven range, up to three refinements of 8
+#: while the round is not certified to 5%, each offset DEC by interior point to 1e-3 in at
+#: most 20 iterations.
+AGENT_SOLVER_DELTA = S.LambdaSearch(inner=S.InteriorPoint(maxiter=20), rtol=0.05, inner_rtol=1e-3, lam_grid=7,
+                                    lam_refine=8, lam_rounds=3, candidates=4, subdivide=8)
 #: Fixed-horizon E2D's default solver, :data:`e2d_jax.dec.solvers.E2D_ROUND`: interior-point
 #: iterations until the round is certified to 1e-3 (at most 20).
 E2D_SOLVER = S.E2D_ROUND
@@ -128,7 +136,7 @@ def anytime_e2d(
     eps2_scale=1.0,
     divergence: str = "squared",
     gap_type: str = "delta_f",
-    solver=AGENT_SOLVER,
+    solver=None,
     reg=1.0,
 ) -> Agent:
     """Anytime-E2D (Algorithm 1) with ridge regression.
@@ -143,12 +151,15 @@ def anytime_e2d(
         the paper's text); see the module docstring.
       gap_type: ``"delta_f"`` or ``"delta"``.
       solver: a solver value or name of :mod:`e2d_jax.dec.solvers` that solves the linear
-        ac-DEC for ``gap_type`` (default :data:`AGENT_SOLVER`; ``"paper"`` for the paper's).
+        ac-DEC for ``gap_type`` (default: :data:`AGENT_SOLVER` for gaps Delta_f,
+        :data:`AGENT_SOLVER_DELTA` for gaps Delta; ``"paper"`` for the paper's).
       reg: ridge regulariser (V_0 = reg I; may be traced).
 
     Returns:
       Agent whose ``act`` info is :class:`~e2d_jax.types.E2DInfo`.
     """
+    if solver is None:
+        solver = AGENT_SOLVER if gap_type == "delta_f" else AGENT_SOLVER_DELTA
     solver = _check_common(divergence, gap_type, reg, solver, "acdec")
     schedules.check_schedule(eps2_schedule, "linear")
     V.check_positive("eps2_scale", eps2_scale)

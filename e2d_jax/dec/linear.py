@@ -62,6 +62,7 @@ from e2d_jax import _linalg
 from e2d_jax import _checks as V
 from e2d_jax.dec import lambda_search, loop, saddle
 from e2d_jax.dec import solvers as S
+from e2d_jax.envs import linear as envs_linear
 from e2d_jax.envs.linear import LinearModel, ObservableSpan, observable_span
 from e2d_jax.types import GAP_TYPES, DecResult, WarmStart
 
@@ -607,6 +608,14 @@ def _check_problem(features, grams, f_hat):
     V.check_psd("grams", grams)
 
 
+def _check_gaps(model, features, grams, gap_type):
+    """Gaps Delta_f need every reward in the observable span (not only the differences)."""
+    if model is not None:
+        envs_linear.check_gap_type(model, gap_type)
+    else:
+        envs_linear.check_gap_type_arrays(features, grams, gap_type)
+
+
 def _warm(mu0, omega0, k, dtype):
     if mu0 is None and omega0 is None:
         return None
@@ -715,6 +724,7 @@ def linear_acdec(*problem, solver=None, gap_type: str = "delta_f", mu0=None, ome
     V.check_positive("eps2", eps2)
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    _check_gaps(model, features, grams, gap_type)
     solver = S.resolve(solver, "linear", "acdec", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
     rank = None if model is not None else _static_rank(jnp.asarray(grams), rank)
@@ -747,6 +757,7 @@ def linear_offset_dec(*problem, solver=None, gap_type: str = "delta_f", mu0=None
     V.check_positive("lam", lam)
     if gap_type not in GAP_TYPES:
         raise ValueError(f"gap_type must be one of {GAP_TYPES}, got {gap_type!r}")
+    _check_gaps(model, features, grams, gap_type)
     solver = S.resolve(solver, "linear", "offset", gap_type, **options)
     dtype = _dtype(features, grams, f_hat)
     rank = None if model is not None else _static_rank(jnp.asarray(grams), rank)

@@ -46,24 +46,33 @@ from e2d_jax.types import Environment
 class ObservableSpan(NamedTuple):
     """The model class in an orthonormal basis U of the observable span S = range(sum_pi G_pi).
 
-    Every reward and every divergence ||M_pi (g - f)||^2 depends on f only through its
-    component in S (S contains every phi_pi when the reward is observed), so the DEC programs
-    are solved exactly in these r <= d coordinates (``e2d_jax.dec.linear``). Basis directions
-    that no observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in
-    degenerate instances) get an identity block in ``null_proj``; the features have no
-    component there, so adding it to V(mu) leaves every ||phi_b||_{V(mu)^+} unchanged.
+    Every divergence ||M_pi (g - f)||^2 depends on f only through its component in S, and so
+    does every reward difference <phi_a - phi_b, f> of a globally observable game (every
+    phi_a - phi_b in S; see :func:`observability`), so the DEC programs are solved exactly in
+    these r <= d coordinates (``e2d_jax.dec.linear``). When the reward of every action is
+    observed (phi_pi phi_pi^T <= G_pi, the paper's Example 'Linear Bandits with
+    Side-Observations') S contains every phi_pi; in a game that observes reward differences
+    only (duelling), the features share one component outside S, ``off_span`` is its norm,
+    and the reward level <phi_pi, f> itself cannot be learned (the programs with gaps
+    Delta_f are then infinite; those with gaps Delta are not). Basis directions that no
+    observation reaches (numerically zero eigenvalues of sum_pi G_pi, only in degenerate
+    instances) get an identity block in ``null_proj``; the features' components there count
+    into ``off_span``.
 
     Attributes:
       features: (K, r) U^T phi_pi.
       grams: (K, r, r) U^T G_pi U.
       null_proj: (r, r) projector on unreached basis directions (usually 0).
       basis: (d, r) U.
+      off_span: () the largest norm of a feature's component outside the reached part of S,
+        relative to the largest ||phi_pi|| (0 up to rounding when every reward is observable).
     """
 
     features: jax.Array
     grams: jax.Array
     null_proj: jax.Array
     basis: jax.Array
+    off_span: jax.Array | float = 0.0
 
 
 def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
@@ -91,7 +100,12 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None) -> 
     ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
     tol = _linalg.rank_tolerance(jnp.max(ev), basis.shape[1], features.dtype)
     null = (vecs * (ev <= tol)) @ vecs.T
-    return ObservableSpan(features=features @ basis, grams=grams_r, null_proj=null, basis=basis)
+    feats_r = features @ basis
+    reached = feats_r - feats_r @ null
+    off = jnp.linalg.norm(features - reached @ basis.T, axis=-1)
+    scale = jnp.max(jnp.linalg.norm(features, axis=-1))
+    off_span = jnp.max(off) / jnp.maximum(scale, jnp.finfo(features.dtype).tiny)
+    return ObservableSpan(features=feats_r, grams=grams_r, null_proj=null, basis=basis, off_span=off_span)
 
 
 class LinearModel(NamedTuple):
@@ -165,7 +179,8 @@ def _model(params: LinearEnvParams) -> LinearModel:
 ENVIRONMENT = Environment(observe=observe, mean_rewards=mean_rewards, model=_model)
 
 
-def _default_dtype(dtype):
+def default_dtype(dtype):
+    """``dtype``, or float64 when x64 is enabled and float32 otherwise."""
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
@@ -234,7 +249,7 @@ def semi_bandit(
             raise ValueError(
                 f"revealing_action must be < num_actions={num_actions}, got {revealing_action}"
             )
-    dtype = _default_dtype(dtype)
+    dtype = default_dtype(dtype)
     k_feat, k_theta, k_rev = jax.random.split(key, 3)
     features = _unit_sphere(k_feat, (num_actions, d), dtype)
     theta = _unit_sphere(k_theta, (d,), dtype)
@@ -278,7 +293,7 @@ def semi_bandit_authors(key: jax.Array, d: int, num_actions: int, *, sigma: floa
     """
     _check_sizes(d, num_actions)
     V.check_positive("sigma", sigma)
-    dtype = _default_dtype(dtype)
+    dtype = default_dtype(dtype)
     features = jax.random.normal(key, (num_actions, d), dtype=jnp.float32).astype(dtype)
     theta = jnp.zeros((d,), dtype).at[0].set(1.0)
     return semi_bandit_from_features(features, theta, 0, sigma=sigma)
@@ -297,7 +312,7 @@ def linear_bandit(key, d: int, num_actions: int, *, sigma: float = 1.0, dtype=No
     """Plain linear bandit (Section 2, Example 'Linear Bandits'): M_pi = phi_pi^T, random instance as documented above."""
     _check_sizes(d, num_actions)
     V.check_positive("sigma", sigma)
-    dtype = _default_dtype(dtype)
+    dtype = default_dtype(dtype)
     k_feat, k_theta = jax.random.split(key)
     features = _unit_sphere(k_feat, (num_actions, d), dtype)
     theta = _unit_sphere(k_theta, (d,), dtype)
@@ -314,7 +329,7 @@ def multi_armed_bandit(key, num_actions: int, *, sigma: float = 1.0, dtype=None)
     """
     V.check_int("num_actions", num_actions, minimum=2)
     V.check_positive("sigma", sigma)
-    dtype = _default_dtype(dtype)
+    dtype = default_dtype(dtype)
     features = jnp.eye(num_actions, dtype=dtype)
     theta = jax.random.uniform(key, (num_actions,), dtype=jnp.float32).astype(dtype)
     model = assemble_model(
@@ -353,30 +368,109 @@ def pad_observations(obs_matrices) -> tuple[np.ndarray, np.ndarray]:
     return padded, mask
 
 
-def _check_reward_observed(features, grams) -> None:
-    """phi_pi phi_pi^T <= G_pi for every action (float64 arrays): phi in range(G) with
-    phi^T G^+ phi <= 1; raises naming the first action whose reward is not observed."""
+#: Relative tolerance of the observability checks (float64, on the arrays as given).
+OBSERVABILITY_TOL = 1e-6
+
+
+def _rewards_observed(features, grams) -> bool:
+    """phi_pi phi_pi^T <= G_pi for every action: phi in range(G) with phi^T G^+ phi <= 1."""
     for k in range(features.shape[0]):
         phi = features[k]
         sol, *_ = np.linalg.lstsq(grams[k], phi, rcond=None)
         resid = np.linalg.norm(grams[k] @ sol - phi)
-        if resid > 1e-6 * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + 1e-6:
-            raise ValueError(
-                f"obs_matrices[{k}] does not observe the reward of action {k}: the paper requires "
-                "phi_pi phi_pi^T <= M_pi^T M_pi (Example 'Linear Bandits with Side-Observations')")
+        if resid > OBSERVABILITY_TOL * max(1.0, np.linalg.norm(phi)) or phi @ sol > 1 + OBSERVABILITY_TOL:
+            return False
+    return True
+
+
+def _off_span(features, grams) -> np.ndarray:
+    """(K, d) each feature's component outside S = range(sum_pi G_pi) (float64)."""
+    total = grams.sum(0)
+    ev, vecs = np.linalg.eigh(0.5 * (total + total.T))
+    basis = vecs[:, ev > OBSERVABILITY_TOL * max(float(ev.max()), np.finfo(np.float64).tiny)]
+    return features - (features @ basis) @ basis.T
+
+
+def observability(features, grams) -> str:
+    """How much of a linear game's reward the observations reveal (concrete arrays).
+
+    Returns:
+      ``"local"`` when every action observes its own reward, phi_pi phi_pi^T <= G_pi (the
+      paper's Example 'Linear Bandits with Side-Observations'; every reward is then in the
+      observable span S = range(sum_pi G_pi)); ``"global"`` when only the reward differences
+      are, every phi_a - phi_b in S (duelling and preference feedback: the pair (a, b) observes
+      <x_a - x_b, f>, the self-duel (a, a) nothing); the DEC programs with gaps Delta are then
+      finite, and those with gaps Delta_f too when every phi_pi is in S.
+
+    Raises:
+      ValueError naming ``obs_matrices`` and the actions whose reward differences to action 0
+      no observation reveals, when the game is not even globally observable (no algorithm can
+      learn which of those actions is better).
+    """
+    features = np.asarray(features, np.float64)
+    grams = np.asarray(grams, np.float64)
+    if _rewards_observed(features, grams):
+        return "local"
+    off = _off_span(features, grams)
+    scale = max(1.0, float(np.linalg.norm(features, axis=-1).max()))
+    bad = np.flatnonzero(np.linalg.norm(off - off[0], axis=-1) > OBSERVABILITY_TOL * scale)
+    if bad.size:
+        shown = ", ".join(str(int(b)) for b in bad[:10]) + (", ..." if bad.size > 10 else "")
+        raise ValueError(
+            f"obs_matrices: the game is not globally observable: the reward differences between action 0 and "
+            f"action{'s' if bad.size > 1 else ''} {shown} ({bad.size} in all) are not in the span of what the "
+            "actions observe (the range of sum_pi M_pi^T M_pi), so which of them is better cannot be learned")
+    return "global"
+
+
+def reward_level_observable(span: ObservableSpan, tol: float = 1e-4) -> bool:
+    """Whether every reward <phi_pi, f> (not only the differences) lies in the observable span,
+    from a concrete span's ``off_span`` (the largest over a batch of instances); what the ac-DEC
+    and offset DEC with gaps Delta_f need to be finite. ``tol`` is relative to max ||phi_pi||."""
+    return float(np.max(np.asarray(span.off_span))) <= tol
+
+
+def check_gap_type(model: "LinearModel", gap_type: str, who: str = "gap_type") -> None:
+    """Refuses gaps Delta_f on a concrete linear model whose reward level is not observable
+    (a duelling game whose differences do not span R^d): there the programs with Delta_f are
+    infinite (the max player raises every reward along a direction no action observes), and
+    gaps Delta are what is finite. Traced models are not checked."""
+    off = model.span.off_span
+    if gap_type != "delta_f" or not V.is_concrete(off) or isinstance(off, jax.ShapeDtypeStruct):
+        return
+    if not reward_level_observable(model.span):
+        _refuse_delta_f(who)
+
+
+def check_gap_type_arrays(features, grams, gap_type: str, who: str = "gap_type") -> None:
+    """:func:`check_gap_type` for a game given as concrete arrays (features (K, d), grams
+    (K, d, d)); traced arrays are not checked."""
+    if gap_type != "delta_f" or not (V.is_concrete(features) and V.is_concrete(grams)):
+        return
+    features = np.asarray(features, np.float64)
+    off = np.linalg.norm(_off_span(features, np.asarray(grams, np.float64)), axis=-1)
+    if off.max() > 1e-6 * max(1.0, float(np.linalg.norm(features, axis=-1).max())):
+        _refuse_delta_f(who)
+
+
+def _refuse_delta_f(who: str):
+    raise V.ArgumentError(who, (
+        f"{V.name(who)}='delta_f' needs every reward in the span of the observations, and this game observes only "
+        "reward differences (e.g. duelling feedback): the DEC with gaps Delta_f is infinite there; use gaps Delta "
+        "(gap_type='delta')"))
 
 
 def _observations(features, obs_matrices, obs_mask, rank, dtype, concrete: bool):
     """``(obs, mask, rank)``: the observation maps with their padding rows zeroed, the mask and
     the observable span's dimension. Concrete arrays (also inside a trace, e.g. a builder of
-    fixed arrays under vmap over keys) are checked (:func:`_check_reward_observed`) and ranked
+    fixed arrays under vmap over keys) are checked (:func:`observability`: globally observable) and ranked
     in NumPy, in float64; traced ones take rank min(d, K m) unless given."""
     if concrete:
         obs_np = np.asarray(obs_matrices, np.float64)
         mask_np = np.any(obs_np != 0, axis=-1) if obs_mask is None else np.asarray(obs_mask, bool)
         obs_np = np.where(mask_np[..., None], obs_np, 0.0)
         grams = np.einsum("kmi,kmj->kij", obs_np, obs_np)
-        _check_reward_observed(np.asarray(features, np.float64), grams)
+        observability(features, grams)
         if rank is None:
             rank = _linalg.numerical_rank(grams.sum(0).astype(dtype))
         return jnp.asarray(obs_np, dtype), jnp.asarray(mask_np), rank
@@ -413,9 +507,12 @@ def linear_side_observation(
       dtype: float dtype (default: that of ``features`` if floating, else float64 when x64 is
         enabled and float32 otherwise).
 
-    The paper assumes phi_pi phi_pi^T <= M_pi^T M_pi (the reward is observed; Example 'Linear
-    Bandits with Side-Observations', Section 2); this is checked on concrete arrays, since the
-    linear DEC relies on every feature lying in the observable span.
+    The paper's Example 'Linear Bandits with Side-Observations' assumes phi_pi phi_pi^T <=
+    M_pi^T M_pi (every action observes its reward); games that observe reward differences
+    only (linear partial monitoring: duelling, preferences) are accepted as long as they are
+    globally observable, every phi_a - phi_b in the span of the observations. This is checked
+    on concrete arrays (:func:`observability`); a game that is not is refused naming the
+    actions whose rewards cannot be learned.
     """
     V.check_floating("features", features)
     shape = tuple(np.shape(features)) if V.is_concrete(features) else tuple(features.shape)
@@ -436,7 +533,7 @@ def linear_side_observation(
     V.check_positive("sigma", sigma)
     if dtype is None:
         dt = jnp.result_type(features)
-        dtype = dt if jnp.issubdtype(dt, jnp.floating) else _default_dtype(None)
+        dtype = dt if jnp.issubdtype(dt, jnp.floating) else default_dtype(None)
     dtype = jnp.dtype(dtype)
     for name, arr in (("features", features), ("obs_matrices", obs_matrices), ("theta", theta)):
         V.check_finite(name, arr)

@@ -15,7 +15,7 @@ from e2d_jax.agents import e2d, e2d_finite, e2d_linear
 from e2d_jax.agents.ids import finite_ids, ids, linear_ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
-from e2d_jax.envs import finite, linear, zoo
+from e2d_jax.envs import dueling, finite, linear, zoo
 from e2d_jax.experiments.registry import AGENTS, RegisteredAgent, register_env, tokens
 
 # --------------------------------------------------------------------------------------
@@ -86,6 +86,14 @@ register_env("heteroscedastic", lambda key, d=3, rho=0.5, eps=0.1, sigma=1.0, dt
 register_env("simple-bandit", lambda key, d=3, arms=10, sigma=1.0, dtype=None: zoo.simple_bandit(
     key, d=d, arms=arms, sigma=sigma, dtype=dtype), family="linear",
     help="a linear bandit with N(0,1) features and f* = e1, as the authors' code draws it (d=3, K=10)")
+register_env("dueling", lambda key, d=3, arms=10, normalize=False, sigma=1.0, dtype=None: dueling.random_dueling(
+    key, d, arms, normalize=normalize, sigma=sigma, dtype=dtype), family="linear",
+    help="linear duelling bandit: the arms^2 ordered pairs of N(0,1) base arms, reward <x_a + x_b, f*>, observation "
+         "<x_a - x_b, f*> + noise, f* = e1 (the authors' random_dueling; d=3, 10 base arms: K=100)")
+register_env("dueling-localized", lambda key, d=3, min_gap=0.1, sigma=1.0, dtype=None: dueling.localized_dueling(
+    d, min_gap=min_gap, sigma=sigma, dtype=dtype), family="linear",
+    help="localized duelling: neighbour pairs and self-duels of e_1..e_d, the reward level unobservable (E2D needs "
+         "gaps Delta, gap_type delta; the authors' localized_dueling; d=3: K=5)")
 register_env("apple-tasting", lambda key, models=19, dtype=None: zoo.apple_tasting(key, models=models, dtype=dtype),
              family="finite", help="apple tasting, a locally observable partial-monitoring game (M=19)")
 register_env("label-efficient", lambda key, models=19, dtype=None: zoo.label_efficient(key, models=models, dtype=dtype),

@@ -33,13 +33,13 @@ import numpy as np
 from e2d_jax import _checks as V
 from e2d_jax.experiments import executors, storage
 from e2d_jax.experiments.provenance import code_id, unit_digest, versions
-from e2d_jax.experiments.registry import instance_shapes
+from e2d_jax.experiments.registry import build_instance, instance_shapes
 from e2d_jax.experiments.spec import Plan, SweepError, SweepSpec, plan
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted, simulation_of
 from e2d_jax.results import Results
 from e2d_jax.sim.results import concatenate, warn_flagged
 from e2d_jax.envs.family import environment_of
-from e2d_jax.sim.program import check_program
+from e2d_jax.sim.program import check_instance, check_program
 from e2d_jax.sim.rollout import instance_key
 
 
@@ -71,7 +71,20 @@ def check_spec(spec: SweepSpec, width: int | None = None) -> Checked:
             check_program(program.program, program.numbers, params, env)
         except TypeError as err:
             raise V.ArgumentError("agents", f"{V.name('agents')}[{program.members[0].label}]: {err}") from None
+    _check_values(spec, checked)
     return checked
+
+
+def _check_values(spec: SweepSpec, checked: Checked) -> None:
+    """What the programs need of the instances' values, on the first instance (built here; the
+    instances of a registered family share their observation structure): gaps Delta_f need a
+    game whose reward level is observable (:func:`e2d_jax.sim.program.check_instance`)."""
+    needs = [p.program for p in checked.plan.programs if p.program.gap_type == "delta_f"]
+    if checked.family != "linear" or not needs:
+        return
+    _, first, _ = build_instance(spec.env, spec.instance_seeds[0], spec.builder_options(), spec.dtype)
+    for program in needs:
+        check_instance(program, first)
 
 
 def prepare_output(spec: SweepSpec, out: Path, the_plan: Plan, *, resume: bool, overwrite: bool) -> tuple:

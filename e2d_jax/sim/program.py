@@ -28,6 +28,7 @@ from typing import Callable, NamedTuple
 import jax
 import numpy as np
 
+from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import check_agent
 from e2d_jax.types import Agent, AgentSpec, ByFamily, Environment, PyTree
 
@@ -41,12 +42,15 @@ class Program(NamedTuple):
         lane's numbers (traced scalars).
       names: the names of the numbers, in the order of the table's columns.
       label: the agent's default name in tables and figures.
+      gap_type: the gaps of a library E2D agent's programs (None for other agents), checked
+        against each concrete instance (:func:`check_instance`).
     """
 
     key: Hashable
     build: Callable[..., Agent]
     names: tuple
     label: str = "agent"
+    gap_type: str | None = None
 
 
 def spec_of(agent: Agent, family: str | None) -> AgentSpec | None:
@@ -62,7 +66,7 @@ def from_spec(spec: AgentSpec) -> Program:
     """The program of a library agent: its factory with the static arguments bound, the numbers
     traced."""
     return Program(key=("spec",) + spec.program, build=functools.partial(_build_spec, spec.factory, spec.static),
-                   names=tuple(k for k, _ in spec.numbers), label=spec.name)
+                   names=tuple(k for k, _ in spec.numbers), label=spec.name, gap_type=dict(spec.static).get("gap_type"))
 
 
 def _build_spec(factory, static, **numbers) -> Agent:
@@ -206,6 +210,7 @@ def check_program(program: Program, numbers: np.ndarray, params: PyTree, env: En
     instance, no leading axis) with its first cell's numbers
     (:func:`e2d_jax.sim.rollout.check_agent`; nothing is computed), once per program, instance
     shape and environment in a process."""
+    check_instance(program, params)
     key = (program.key, _signature(params), env)
     try:
         if key in _CHECKED:
@@ -216,3 +221,11 @@ def check_program(program: Program, numbers: np.ndarray, params: PyTree, env: En
     check_agent(program.build, params, env, first)
     if key is not None:
         _CHECKED.add(key)
+
+
+def check_instance(program: Program, params: PyTree) -> None:
+    """Checks what an agent's programs need of the instance's values (every time: it depends on
+    the values, not only the shapes): gaps Delta_f need a linear game whose reward level is
+    observable (:func:`e2d_jax.envs.linear.check_gap_type`)."""
+    if program.gap_type is not None and isinstance(params, linear.LinearEnvParams):
+        linear.check_gap_type(params.model, program.gap_type)
