@@ -25,6 +25,7 @@ and ``localized_dueling`` in ``pm/main.py``):
   d - 1 neighbour pairs (i, i + 1) and the d self-duels: the optimal action (1, 1) reveals
   nothing, each neighbour pair one difference, and the reward level itself is never observed
   (gaps Delta only).
+* :func:`from_base_arms` - the pairs of given base arms (the authors' instance of a seed).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from e2d_jax import _checks as V
-from e2d_jax.envs.linear import LinearEnvParams, default_dtype, assemble_model
+from e2d_jax.envs.linear import LinearEnvParams, assemble_model, default_dtype, linear_side_observation
 
 
 def pairs(base):
@@ -78,6 +79,31 @@ def random_dueling(key: jax.Array, d: int, num_arms: int, *, normalize: bool = F
     mask = jnp.ones((num_arms * num_arms, 1), bool)
     model = assemble_model(features, obs, mask, sigma, min(d, num_arms - 1), 1.0)
     return LinearEnvParams(model=model, theta=jnp.zeros((d,), dtype).at[0].set(1.0))
+
+
+def from_base_arms(base, theta=None, *, sigma: float = 1.0, radius=None, dtype=None) -> LinearEnvParams:
+    """The duelling game of given base arms (all k^2 ordered pairs, as :func:`random_dueling`),
+    e.g. the arms of the authors' ``random_dueling`` instance, ``np.random.seed(seed);
+    np.random.normal(size=d * k).reshape(k, d)``.
+
+    Args:
+      base: (k, d) base arms, k >= 2, finite.
+      theta: (d,) f* (default e_1).
+      sigma: noise standard deviation of a duel's outcome (> 0).
+      radius: the known bound on ||f*|| (default ||theta||).
+      dtype: float dtype (default float64 under x64, else float32).
+
+    The game is checked for global observability (:func:`e2d_jax.envs.linear.observability`).
+    """
+    base = np.asarray(base, np.float64)
+    if base.ndim != 2 or base.shape[0] < 2:
+        raise V.ArgumentError("base", f"{V.name('base')} must have shape (k, d) with k >= 2 base arms, got {base.shape}")
+    V.check_finite("base", base)
+    d = base.shape[1]
+    theta = np.eye(d)[0] if theta is None else np.asarray(theta, np.float64)
+    features, obs = pairs(base)
+    return linear_side_observation(features, obs, theta, sigma=sigma, obs_mask=np.ones(obs.shape[:2], bool),
+                                   radius=radius, dtype=default_dtype(dtype))
 
 
 def localized_dueling(d: int = 3, *, min_gap: float = 0.1, sigma: float = 1.0, dtype=None) -> LinearEnvParams:

@@ -141,3 +141,37 @@ def test_agents_on_a_dueling_game():
         share[name] = float((counts[..., informative].sum(-1) / 60).mean())
     assert share["ucb"] == 0.0 and share["ts"] == 0.0, share
     assert min(share["anytime-e2d"], share["e2d"], share["ids"]) > 0.05, share
+
+
+BUILDERS = '''
+import numpy as np
+from e2d_jax.envs import linear
+
+
+def blind(key):
+    feats = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    obs = np.array([[[1.0, 0.0]], [[0.0, 0.0]], [[1.0, 0.0]]])  # the second coordinate is never observed
+    return linear.linear_side_observation(feats, obs, np.array([1.0, 0.0]))
+
+
+def wrong_shape(key):
+    return linear.linear_side_observation(np.eye(3), np.ones((3, 1, 2)), np.ones(3))
+'''
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--env", "games_of_mine:blind"], "obs_matrices: the game is not globally observable"),
+    (["--env", "games_of_mine:wrong_shape"], "obs_matrices must have shape"),
+    (["--env", "dueling-localized", "--agents", "anytime-e2d"], "--gap-type='delta_f' needs every reward"),
+])
+def test_bad_games_exit_2_on_the_command_line_and_write_nothing(args, needle, tmp_path, monkeypatch, capsys):
+    from e2d_jax import cli
+
+    (tmp_path / "games_of_mine.py").write_text(BUILDERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--horizon", "5", "--seeds", "2", "--out", str(tmp_path / "out"), *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
