@@ -8,7 +8,10 @@ strongest default of each algorithm: Anytime-E2D (the library's defaults), E2D t
 horizon, IDS with the directed and with the worst-case information gain (difference gaps,
 the exact minimiser over distributions; on finite classes the Bayesian IDS), UCB and TS
 (on the games without a linear view, TS is posterior sampling on the class, and there is no
-UCB). Random families run :data:`INSTANCES` instances; the fixed instances run one.
+UCB). Random families run :data:`INSTANCES` instances; the fixed instances run one. On the
+duelling games (:mod:`e2d_jax.envs.dueling`) the best action is a self-duel that observes
+nothing; where the reward level is not observable either (:data:`DIFFERENCES_ONLY`) the E2D
+agents use gaps Delta.
 
 :func:`report` reduces the stored tables to, per family and agent, the median over instances
 of the per-instance mean final regret with its interquartile range, the growth of the regret
@@ -47,14 +50,20 @@ FAMILIES = {
     "apple-tasting": ("apple-tasting", {}, True, "finite"),
     "label-efficient": ("label-efficient", {}, True, "finite"),
     "dynamic-pricing": ("dynamic-pricing", {}, True, "finite"),
+    "dueling": ("dueling", {"d": 3, "arms": 10}, True, "linear"),
+    "dueling-localized": ("dueling-localized", {"d": 3}, False, "linear"),
 }
+#: The games that observe reward differences only, the reward level never: the E2D agents run
+#: with gaps Delta there (with Delta_f their programs are infinite).
+DIFFERENCES_ONLY = {"dueling-localized"}
 #: The games without a linear view (no UCB; TS is posterior sampling on the class).
 NO_LINEAR_VIEW = {"apple-tasting", "label-efficient", "dynamic-pricing"}
 
 
 def agents(family: str) -> tuple:
     """The agents of a family's sweep (see the module docstring)."""
-    out = [SweepAgent.make("anytime-e2d"), SweepAgent.make("e2d")]
+    gaps = {"gap_type": "delta"} if family in DIFFERENCES_ONLY else None
+    out = [SweepAgent.make("anytime-e2d", options=gaps), SweepAgent.make("e2d", options=gaps)]
     if FAMILIES[family][3] == "linear":
         out += [SweepAgent.make("ids", label="ids"), SweepAgent.make("ids@worst-case", label="ids-worst-case"),
                 SweepAgent.make("ucb"), SweepAgent.make("ts")]

@@ -175,3 +175,11 @@ def test_bad_games_exit_2_on_the_command_line_and_write_nothing(args, needle, tm
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_zoo_gives_the_e2d_agents_gaps_delta_where_only_differences_are_observed():
+    from e2d_jax.paper import zoo
+
+    for family, gaps in (("dueling-localized", {"gap_type": "delta"}), ("dueling", {})):
+        options = {a.name: dict(a.options) for a in zoo.agents(family)}
+        assert options["anytime-e2d"] == gaps and options["e2d"] == gaps and options["ucb"] == {}
