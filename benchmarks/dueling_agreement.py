@@ -14,7 +14,9 @@ which e2d_jax's agent played an informative pair (not a self-duel).
 Agents: their ``ucb`` and ``ts`` (ridge with V_0 = I, their anytime confidence level) against
 ``ucb(delta="anytime")`` and ``thompson_sampling()``; their ``e2d`` at its defaults (gaps
 Delta, lambda_t = sqrt(t), eps_t^2 = d / t, 100 Frank-Wolfe steps a round) against this
-library's Anytime-E2D at its defaults (the ac-DEC solved exactly, gaps Delta_f).
+library's Anytime-E2D at its defaults (the ac-DEC solved exactly, gaps Delta_f), and with
+``--delta-seeds N`` also Anytime-E2D with gaps Delta (the authors' E2D's gaps; its certified
+lambda search costs about 40 times a round with Delta_f on these 100 actions).
 
 Run:  python benchmarks/dueling_agreement.py --run-authors /path/to/pm-ids --python /path/to/their/python \\
           --reference benchmarks/results/cpu-2core/pm_ids_dueling.json --horizon 200
@@ -76,23 +78,28 @@ def run_authors(args):
 def compare(args):
     runs = json.loads(open(args.reference).read())["runs"]
     rows = []
-    print(f"{'agent':5s} {'n':>5s}  {'pm-ids':30s} {'e2d_jax':30s} agree  informative")
-    for run in runs:
+    print(f"{'agent':9s} {'n':>5s}  {'pm-ids':30s} {'e2d_jax':30s} agree  informative")
+    cases = [(run, run["strategy"], OURS[run["strategy"]](), args.seeds) for run in runs]
+    if args.delta_seeds:  # the authors' E2D uses gaps Delta: Anytime-E2D with them too
+        cases += [(run, "e2d-delta", e2d.anytime_e2d(gap_type="delta"), args.delta_seeds)
+                  for run in runs if run["strategy"] == "e2d"]
+    for run, label, agent, seeds in cases:
         params = dueling.from_base_arms(base_arms(run["instance_seed"], run["d"], run["k"]), dtype="float32")
-        sim = e2d.simulate(params, OURS[run["strategy"]](), horizon=run["horizon"], num_seeds=args.seeds,
-                           record_every=run["horizon"])
+        sim = e2d.simulate(params, agent, horizon=run["horizon"], num_seeds=seeds, record_every=run["horizon"])
         ours = ci(np.asarray(sim.result.regret)[:, -1])
         theirs = ci(run["final_regret"])
-        agree = bool(theirs[1] <= ours[0] <= theirs[2] or ours[1] <= theirs[0] <= ours[2])
+        # Equal means agree also where both CIs have width 0 (UCB: the same self-duel on every seed).
+        agree = bool(theirs[1] <= ours[0] <= theirs[2] or ours[1] <= theirs[0] <= ours[2]
+                     or abs(ours[0] - theirs[0]) <= 1e-5 * max(1.0, abs(theirs[0])))
         counts = np.asarray(sim.result.action_counts)
         share = float((counts[:, np.asarray(dueling.informative(params, np.arange(counts.shape[-1])))].sum(-1)
                        / counts.sum(-1)).mean())
         fmt = lambda m, lo, hi: f"{m:8.2f} [{lo:8.2f}, {hi:8.2f}]"
-        print(f"{run['strategy']:5s} {run['horizon']:5d}  {fmt(*theirs):30s} {fmt(*ours):30s} "
+        print(f"{label:9s} {run['horizon']:5d}  {fmt(*theirs):30s} {fmt(*ours):30s} "
               f"{'yes' if agree else 'NO':5s}  {share:.1%}", flush=True)
-        rows.append(dict(strategy=run["strategy"], horizon=run["horizon"],
+        rows.append(dict(strategy=run["strategy"], e2d_jax_agent=label, horizon=run["horizon"],
                          pm_ids=dict(mean=theirs[0], ci95=list(theirs[1:]), seeds=len(run["final_regret"])),
-                         e2d_jax=dict(mean=ours[0], ci95=list(ours[1:]), seeds=args.seeds, informative_share=share),
+                         e2d_jax=dict(mean=ours[0], ci95=list(ours[1:]), seeds=seeds, informative_share=share),
                          within_each_others_ci=agree))
     if args.json:
         with open(args.json, "w") as f:
@@ -111,6 +118,8 @@ def main():
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--delta-seeds", type=int, default=0,
+                        help="also run Anytime-E2D with gaps Delta (the authors' E2D's gaps) for this many seeds")
     parser.add_argument("--json", default=None, help="write the comparison here")
     args = parser.parse_args()
     if args.run_authors:
