@@ -23,7 +23,10 @@ are in regret units (the same in both, see :class:`~e2d_jax.types.E2DInfo`).
 
 Gaps: Delta_f by default (the paper's experiments: "both algorithms performed better with
 Delta_f"); ``gap_type="delta"`` needs a solver that solves it (Anytime-E2D: a grid solver or
-the lambda search; the exact form is convex only for Delta_f).
+the lambda search, by default :data:`AGENT_SOLVER_DELTA`; the exact form is convex only for
+Delta_f). On games that observe reward differences only (duelling, :mod:`e2d_jax.envs.dueling`)
+the programs with Delta_f are infinite unless every reward lies in the observable span, and
+gaps Delta are refused nowhere (docs: Linear partial monitoring).
 
 Solver: a value or name of :mod:`e2d_jax.dec.solvers`, warm-started from the previous
 round's (mu, omega) every round. Anytime-E2D's default :data:`AGENT_SOLVER` (``"tracking"``)

@@ -403,9 +403,9 @@ def observability(features, grams) -> str:
       finite, and those with gaps Delta_f too when every phi_pi is in S.
 
     Raises:
-      ValueError naming ``obs_matrices`` and the actions whose reward differences to action 0
-      no observation reveals, when the game is not even globally observable (no algorithm can
-      learn which of those actions is better).
+      ValueError: naming ``obs_matrices`` and the actions whose reward differences to action 0
+        no observation reveals, when the game is not even globally observable (no algorithm
+        can learn which of those actions is better).
     """
     features = np.asarray(features, np.float64)
     grams = np.asarray(grams, np.float64)

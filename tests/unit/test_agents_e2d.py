@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from e2d_jax.agents import e2d_linear
 from e2d_jax.agents.e2d_linear import anytime_e2d, fixed_horizon_e2d
 from e2d_jax.agents.e2d_linear import horizon_lambda as tune_lambda
 from e2d_jax.agents.ts import thompson_sampling
@@ -85,7 +86,7 @@ def test_the_default_divergence_is_the_squared_norm():
 @pytest.mark.parametrize("call, name", [
     (lambda: anytime_e2d(divergence="hellinger"), "divergence"),
     (lambda: anytime_e2d(gap_type="nope"), "gap_type"),
-    (lambda: anytime_e2d(gap_type="delta"), "solver"),
+    (lambda: anytime_e2d(gap_type="delta", solver="tracking"), "solver"),
     (lambda: anytime_e2d(reg=0.0), "reg"),
     (lambda: anytime_e2d(solver="simplex"), "solver"),
     (lambda: anytime_e2d(solver=S.Saddle(maxiter=0)), "maxiter"),
@@ -140,3 +141,9 @@ def test_conformance(agent_name, env_name):
     _, new_state, _ = jax.eval_shape(agent.act, jax.random.key(1), state, params.model)
     for x, y in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(new_state)):
         assert x.shape == y.shape and x.dtype == y.dtype
+
+
+def test_the_default_solver_follows_the_gap_type():
+    assert anytime_e2d().config.static == anytime_e2d(solver=e2d_linear.AGENT_SOLVER).config.static
+    delta = dict(anytime_e2d(gap_type="delta").config.static)
+    assert delta["solver"] == e2d_linear.AGENT_SOLVER_DELTA
