@@ -18,6 +18,9 @@ Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linea
           [--figure out.png]
   quick check:  PYTHONPATH=. python benchmarks/action_scaling.py --dims 3 --arms 10,30 --agents ucb,ts --repeats 1
 
+K is the environment's ``arms`` option: the number of actions, except on ``dueling``, whose K
+base arms make K^2 pair actions (the JSON rows' ``actions``).
+
 Printout columns: env, d, K, agent, compile_s, seed-rounds/s (median of the repeats), it/round
 (the solver's mean iterations per round; '-' for agents without a DEC), flagged (fraction of
 rounds), MB/seed (the compiled program's memory over its lanes), then one line per agent with
@@ -83,7 +86,8 @@ def measure(env: str, d: int, k: int, agent_name: str, *, horizon: int, seeds: i
     iterations = float(np.mean(np.asarray(info.iterations))) if hasattr(info, "iterations") else None
     counts = np.asarray(out.solver.status_counts).sum(axis=0)
     flagged = float(counts[Status.MAX_ITER] / counts.sum()) if hasattr(info, "gap") else None
-    return {"env": env, "d": d, "K": k, "agent": agent_name, "horizon": horizon, "seeds": seeds,
+    return {"env": env, "d": d, "K": k, "actions": int(params.model.features.shape[-2]), "agent": agent_name,
+            "horizon": horizon, "seeds": seeds,
             "compile_s": compile_s, "run_s": run_s, "runs": [float(t) for t in times],
             "seed_rounds_per_s": seeds * horizon / run_s, "iterations_per_round": iterations, "flagged": flagged,
             "mb_per_seed": total_bytes / seeds / 2**20, "invalid_rounds": int(np.asarray(out.invalid_rounds).sum())}
