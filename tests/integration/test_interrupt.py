@@ -41,7 +41,8 @@ def _chunks(out):
     return sorted((out / "chunks" / "ts").glob("chunk*.npz")) if (out / "chunks" / "ts").exists() else []
 
 
-@pytest.mark.parametrize("devices", [1, 2])
+# Two devices (the same path through more processes' chunks) with the slow marker.
+@pytest.mark.parametrize("devices", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_ctrl_c_always_ends_in_130_and_keeps_finished_chunks(tmp_path, devices):
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)

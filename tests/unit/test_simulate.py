@@ -113,6 +113,7 @@ def test_nonfinite_seed_is_counted_not_spread():
     np.testing.assert_array_equal(res.regret[2], good.regret)
 
 
+@pytest.mark.slow  # two fresh processes; test_cli.py pads 1 seed over 4 host devices in the default run
 def test_padding_larger_than_num_seeds_on_many_devices(tmp_path):
     """Regression: at 2 lanes a call of 1 seed is padded to 2 (more padding than seeds), and 5
     seeds on 4 devices fill 3 of them, padded to 6; the results equal the single-device ones
