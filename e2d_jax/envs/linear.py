@@ -455,9 +455,10 @@ def check_gap_type_arrays(features, grams, gap_type: str, who: str = "gap_type")
 
 def _refuse_delta_f(who: str):
     raise V.ArgumentError(who, (
-        f"{V.name(who)}='delta_f' needs every reward in the span of the observations, and this game observes only "
-        "reward differences (e.g. duelling feedback): the DEC with gaps Delta_f is infinite there; use gaps Delta "
-        "(gap_type='delta')"))
+        f"{V.name(who)}='delta_f' needs every reward in the span of the observations, and the features leave it: "
+        "either the game observes only reward differences (e.g. duelling feedback), where the DEC with gaps "
+        "Delta_f is infinite (use gaps Delta, gap_type='delta'), or its observations are so ill-conditioned that "
+        "their span is cut at this precision (compute in float64)"))
 
 
 def _observations(features, obs_matrices, obs_mask, rank, dtype, concrete: bool):

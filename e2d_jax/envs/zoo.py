@@ -18,6 +18,13 @@ Linear models with side observations (the arrays of the authors' code, pm-ids, b
   f* uniform on the sphere.
 * :func:`simple_bandit` - a linear bandit with i.i.d. N(0, 1) features (not normalised) and
   f* = e_1, as the authors' code draws it.
+* :func:`laser` - the authors' ``laser`` game: an unknown function on [-1, 1]^2 in the span of
+  25 Gaussian bumps on a 5 x 5 grid (f* = the 19th bump); 9 invasive measurements (no reward;
+  observe the function at the 9 points of a 3 x 3 stencil shifted by the action) and 9
+  integrated ones (reward and observation: the stencil's mean). Their variant in which the
+  integrated measurements observe nothing (their laser_indirect option) is not built: its observations
+  span R^25 only up to a condition number of about 10^10 (ΣG's eigenvalues), below the
+  tolerance of :func:`e2d_jax.envs.linear.observability`, which refuses it.
 
 Finite partial-monitoring games (finite classes over a grid of outcome distributions; the
 true model is one of them, drawn from the key):
@@ -111,6 +118,28 @@ def large_gaps(key=None, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
     del key
     features = np.array([[0.97, 0.23], [0.09, -0.9], [-0.09, 0.9], [-0.8, 0.5]])
     return _bandit(features, [1.0, 0.0], sigma, 1.0, dtype)
+
+
+def laser(key=None, *, sigma: float = 1.0, dtype=None) -> LinearEnvParams:
+    """The authors' ``laser`` game (see the module docstring): d = 25, K = 18 (9 invasive
+    measurements, then 9 integrated ones), observation maps of 9 rows (padded)."""
+    del key
+    V.check_positive("sigma", sigma)
+    grid = np.arange(-1.0, 1.1, 0.5)
+    centres = np.array(np.meshgrid(grid, grid)).T.reshape(-1, 2)  # (25, 2): the bumps
+    stencil = np.array(np.meshgrid([-0.5, 0.0, 0.5], [-0.5, 0.0, 0.5])).T.reshape(-1, 2)  # (9, 2)
+    bumps = lambda points: np.exp(-((points[:, None, :] - centres[None]) ** 2).sum(-1))  # noqa: E731
+    invasive = np.stack([bumps(stencil + x) for x in stencil])  # (9, 9, 25): the function at the stencil
+    integrated = np.stack([bumps(stencil + x).mean(0) for x in stencil])  # (9, 25): the stencil's mean
+    features = np.concatenate([np.zeros((9, centres.shape[0])), integrated])
+    own = np.zeros((9, 9, centres.shape[0]))
+    own[:, 0] = integrated
+    obs = np.concatenate([invasive, own])
+    mask = np.concatenate([np.ones((9, 9), bool), np.zeros((9, 9), bool)])
+    mask[9:, 0] = True
+    theta = np.zeros(centres.shape[0])
+    theta[18] = 1.0
+    return linear_side_observation(features, obs, theta, sigma=sigma, obs_mask=mask, dtype=_dtype(dtype))
 
 
 def _sign_vectors(d):

@@ -94,6 +94,9 @@ register_env("dueling-localized", lambda key, d=3, min_gap=0.1, sigma=1.0, dtype
     d, min_gap=min_gap, sigma=sigma, dtype=dtype), family="linear",
     help="localized duelling: neighbour pairs and self-duels of e_1..e_d, the reward level unobservable (E2D needs "
          "gaps Delta, gap_type delta; the authors' localized_dueling; d=3: K=5)")
+register_env("laser", lambda key, sigma=1.0, dtype=None: zoo.laser(key, sigma=sigma, dtype=dtype), family="linear",
+             help="the authors' laser game: 25 Gaussian bumps, 9 invasive measurements (no reward) and 9 "
+                  "integrated ones (K=18, d=25)")
 register_env("apple-tasting", lambda key, models=19, dtype=None: zoo.apple_tasting(key, models=models, dtype=dtype),
              family="finite", help="apple tasting, a locally observable partial-monitoring game (M=19)")
 register_env("label-efficient", lambda key, models=19, dtype=None: zoo.label_efficient(key, models=models, dtype=dtype),

@@ -2,6 +2,7 @@
 partial-monitoring game's observability claim checked by an independent classification
 (cells, neighbours and signal spans, ``reference.observability``)."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -113,3 +114,22 @@ def test_games_match_their_definition_and_observability(name):
     idx = np.asarray(batch.true_index)
     np.testing.assert_allclose(batch.true_rewards, np.asarray(batch.model.rewards)[np.arange(6), idx])
     assert len(set(idx.tolist())) > 1
+
+
+def test_laser_is_the_authors_game():
+    """Independent re-derivation of the authors' laser arrays (pm/main.py, laser): bumps
+    exp(-||x - c||^2) on the 5 x 5 grid of [-1, 1]^2, a 3 x 3 stencil of spacing 0.5."""
+    p = zoo.laser(dtype=jnp.float64)
+    feats, obs = np.asarray(p.model.features), np.asarray(p.model.obs_matrices)
+    assert feats.shape == (18, 25) and obs.shape == (18, 9, 25)
+    centres = [(a, b) for a in (-1, -0.5, 0, 0.5, 1) for b in (-1, -0.5, 0, 0.5, 1)]
+    offsets = [(a, b) for a in (-0.5, 0, 0.5) for b in (-0.5, 0, 0.5)]
+    bump = lambda x, c: np.exp(-((x[0] - c[0]) ** 2 + (x[1] - c[1]) ** 2))  # noqa: E731
+    for i, (sx, sy) in enumerate(offsets):
+        points = [(sx + ox, sy + oy) for ox, oy in offsets]
+        np.testing.assert_allclose(obs[i], [[bump(x, c) for c in centres] for x in points], rtol=1e-12)
+        mean = np.mean([[bump(x, c) for c in centres] for x in points], axis=0)
+        np.testing.assert_allclose(feats[9 + i], mean, rtol=1e-12)
+        np.testing.assert_allclose(obs[9 + i, 0], mean, rtol=1e-12)
+    assert np.all(feats[:9] == 0) and np.asarray(p.theta)[18] == 1 and np.asarray(p.theta).sum() == 1
+    assert linear.observability(feats, np.asarray(p.model.grams)) == "local"
