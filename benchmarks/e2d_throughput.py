@@ -225,7 +225,7 @@ def breakdown_linear(shape, rate, batch, divergence="squared"):
     agent = anytime_e2d(divergence=divergence)
     states = _states_after(env, params, agent, 100, batch)
     span = model.span
-    f_r = states.ridge.f_hat @ span.basis
+    f_r = states.estimate.f_hat @ span.basis
     eps2 = jnp.full((batch,), d / 101.0, jnp.float32)
     keys = jax.random.split(jax.random.key(2), batch)
     actions = jax.random.randint(jax.random.key(3), (batch,), 0, k)
@@ -253,8 +253,8 @@ def breakdown_linear(shape, rate, batch, divergence="squared"):
     # ridge.update scans over the observation rows: count the rank-one body once per row.
     rows_m = model.obs_matrices.shape[1]
     rank_one = jax.vmap(lambda v, row: ridge._rank_one((v, jnp.zeros((), v.dtype)), row)[0])
-    upd_flops = (_flops(upd, (ys, states.ridge, actions))
-                 + (rows_m - 1) * _flops(rank_one, (states.ridge.v_inv, model.obs_matrices[actions, 0])))
+    upd_flops = (_flops(upd, (ys, states.estimate, actions))
+                 + (rows_m - 1) * _flops(rank_one, (states.estimate.v_inv, model.obs_matrices[actions, 0])))
     sample = jax.vmap(lambda mu, kk: jax.random.categorical(kk, jnp.log(mu)))
     observe = jax.vmap(lambda kk, a: env.observe(kk, params, a))
     wm = states.warm
@@ -262,7 +262,7 @@ def breakdown_linear(shape, rate, batch, divergence="squared"):
     cert_s = _time_part(jax.vmap(cert1), (f_r, eps2, wm.mu, wm.omega))
     solve_s = _time_part(solve, (f_r, eps2, wm))
     rows = [
-        _row("estimator update (ridge)", _time_part(upd, (ys, states.ridge, actions)), upd_flops, rate, batch),
+        _row("estimator update (ridge)", _time_part(upd, (ys, states.estimate, actions)), upd_flops, rate, batch),
         _row(f"solver iterations ({iters:.1f} mirror-prox steps)", step_s, _flops(jax.vmap(step1), (f_r, eps2, wm.mu, wm.omega)),
              rate, batch, iters),
         _row(f"certificate ({checks:.1f} checks x 3 evaluations)", cert_s,

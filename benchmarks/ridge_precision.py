@@ -74,7 +74,7 @@ def main() -> None:
     plays = [int((actions[i:i + tenth] == worst).sum()) for i in range(0, args.horizon, tenth)]
     print(f"plays of action {worst} per {tenth} rounds: {plays} (gap {gaps[worst]:.4f})")
     exact_inv = np.linalg.inv(np.asarray(gram))
-    kept = state.ridge
+    kept = state.estimate
     v_err = np.linalg.norm(np.asarray(kept.v_inv, np.float64) - exact_inv) / np.linalg.norm(exact_inv)
     b_err = np.linalg.norm(np.asarray(kept.b, np.float64) - np.asarray(b)) / np.linalg.norm(np.asarray(b))
     print(f"V^-1 relative error {v_err:.1e}; b relative error {b_err:.1e}")

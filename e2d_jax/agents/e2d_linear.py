@@ -56,11 +56,11 @@ import jax
 import jax.numpy as jnp
 
 from e2d_jax import _checks as V
-from e2d_jax.agents import schedules
+from e2d_jax.agents import estimation, schedules
 from e2d_jax.dec import linear as dec_linear
 from e2d_jax.dec import solvers as S
 from e2d_jax.envs.linear import LinearModel
-from e2d_jax.estimators import ridge
+from e2d_jax.estimators import logistic, ridge
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Status, WarmStart
 
 #: Anytime-E2D's default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
@@ -81,7 +81,7 @@ E2D_SOLVER = S.E2D_ROUND
 
 
 class E2DState(NamedTuple):
-    ridge: ridge.RidgeState
+    estimate: ridge.RidgeState | logistic.LogisticState  # by the model's feedback (agents.estimation)
     warm: WarmStart  # last round's (mu (K,), omega (K,), step ()): the warm start
     t: jax.Array  # () int32, rounds played so far
 
@@ -114,14 +114,17 @@ def _init(reg, name):
         del key
         check_linear_model(model, name)
         dtype = model.features.dtype
-        return E2DState(ridge.init(model.dim, reg=reg, dtype=dtype),
+        return E2DState(estimation.init(model, reg),
                         WarmStart.cold(model.num_actions, dtype=dtype), jnp.zeros((), jnp.int32))
 
     return init
 
 
-def _update(state, action, obs, model):
-    return state._replace(ridge=ridge.update(state.ridge, model.obs_matrices[action], obs))
+def _update(reg):
+    def update(state, action, obs, model):
+        return state._replace(estimate=estimation.update(state.estimate, model, action, obs, reg))
+
+    return update
 
 
 def _play(key, state, res, warm):
@@ -173,7 +176,7 @@ def anytime_e2d(
         eps2 = jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t.astype(dtype), model), dtype)
         scale = _divergence_scale(divergence, model.sigma)
         span = model.span
-        res, warm = dec_linear.solve_acdec(span, state.ridge.f_hat @ span.basis, eps2 * scale, solver,
+        res, warm = dec_linear.solve_acdec(span, state.estimate.f_hat @ span.basis, eps2 * scale, solver,
                                            state.warm, gap_type)
         action, warm = _play(key, state, res, warm)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
@@ -182,7 +185,7 @@ def anytime_e2d(
 
     config = AgentSpec.of(anytime_e2d, ("eps2_scale", "reg"), eps2_schedule=eps2_schedule, eps2_scale=eps2_scale,
                           divergence=divergence, gap_type=gap_type, solver=solver, reg=reg)
-    return Agent(init=_init(reg, "anytime_e2d"), act=act, update=_update, config=config)
+    return Agent(init=_init(reg, "anytime_e2d"), act=act, update=_update(reg), config=config)
 
 
 def horizon_lambda(horizon: int) -> float:
@@ -227,7 +230,7 @@ def fixed_horizon_e2d(
         scale = _divergence_scale(divergence, model.sigma)
         span = model.span
         lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
-        res, warm = dec_linear.solve_offset(span, state.ridge.f_hat @ span.basis, lam_t / scale, solver,
+        res, warm = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_t / scale, solver,
                                             state.warm, gap_type)
         action, warm = _play(key, state, res, warm)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
@@ -238,4 +241,4 @@ def fixed_horizon_e2d(
     # horizons is one program with one lambda each.
     config = AgentSpec.of(fixed_horizon_e2d, ("lam", "lam_scale", "reg"), horizon=None, lam=base,
                           lam_scale=lam_scale, divergence=divergence, gap_type=gap_type, solver=solver, reg=reg)
-    return Agent(init=_init(reg, "fixed_horizon_e2d"), act=act, update=_update, config=config)
+    return Agent(init=_init(reg, "fixed_horizon_e2d"), act=act, update=_update(reg), config=config)

@@ -52,10 +52,11 @@ import jax.numpy as jnp
 
 from e2d_jax import _checks as V
 from e2d_jax import _linalg
+from e2d_jax.agents import estimation
 from e2d_jax.envs import finite
 from e2d_jax.envs.family import family_of
 from e2d_jax.envs.linear import LinearModel
-from e2d_jax.estimators import ewa, ridge
+from e2d_jax.estimators import ewa, logistic, ridge
 from e2d_jax.types import Agent, AgentSpec, ByFamily, Status
 
 INFO_GAINS = ("directed", "worst-case")
@@ -136,7 +137,7 @@ def _play(key, i, j, p, gaps, info, r):
 
 
 class LinearIDSState(NamedTuple):
-    ridge: ridge.RidgeState
+    estimate: ridge.RidgeState | logistic.LogisticState  # by the model's feedback (agents.estimation)
     t: jax.Array  # () int32, rounds played
 
 
@@ -150,7 +151,7 @@ def confidence_width(state: ridge.RidgeState, model: LinearModel, t, *, delta=No
     else:
         log_inv_delta = -jnp.log(jnp.asarray(delta, dtype))
     bound = model.radius if radius is None else radius
-    return ridge.confidence_width(state, model.sigma, bound, log_inv_delta, reg=reg)
+    return estimation.confidence_width(state, model, bound, log_inv_delta, reg)
 
 
 def _norms(v_inv, x):
@@ -250,19 +251,19 @@ def linear_ids(*, info_gain: str = "directed", gap_estimate: str = "difference",
     def init(key, model):
         del key
         check(model)
-        return LinearIDSState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype), jnp.zeros((), jnp.int32))
+        return LinearIDSState(estimation.init(model, reg), jnp.zeros((), jnp.int32))
 
     def act(key, state, model):
         t = state.t + 1
-        beta_sqrt = confidence_width(state.ridge, model, t, delta=delta, reg=reg, radius=radius)
-        gaps = linear_gap_estimates(state.ridge, model, beta_sqrt, gap_estimate)
-        info, winner = linear_information(state.ridge, model, gaps, beta_sqrt, info_gain)
+        beta_sqrt = confidence_width(state.estimate, model, t, delta=delta, reg=reg, radius=radius)
+        gaps = linear_gap_estimates(state.estimate, model, beta_sqrt, gap_estimate)
+        info, winner = linear_information(state.estimate, model, gaps, beta_sqrt, info_gain)
         i, j, p, r = ids_distribution(gaps, info, sampling, winner)
         action, out = _play(key, i, j, p, gaps, info, r)
         return action, state._replace(t=t), out
 
     def update(state, action, obs, model):
-        return state._replace(ridge=ridge.update(state.ridge, model.obs_matrices[action], obs))
+        return state._replace(estimate=estimation.update(state.estimate, model, action, obs, reg))
 
     config = AgentSpec.of(linear_ids, ("delta", "reg", "radius"), info_gain=info_gain, gap_estimate=gap_estimate,
                           sampling=sampling, delta=delta, reg=reg, radius=radius)

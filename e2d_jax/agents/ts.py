@@ -15,26 +15,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import jax
 import jax.numpy as jnp
 
 from e2d_jax import _checks as V
-from e2d_jax import _linalg
+from e2d_jax.agents import estimation
 from e2d_jax.envs import finite
 from e2d_jax.envs.family import as_linear_model
-from e2d_jax.estimators import ewa, ridge
+from e2d_jax.estimators import ewa, logistic, ridge
 from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
 
 class TSState(NamedTuple):
-    ridge: ridge.RidgeState
-
-
-def sample_parameter(key, state: TSState, sigma, scale):
-    """f_tilde ~ N(f_hat, (scale sigma)^2 V^{-1}) as f_hat + scale sigma chol(V^{-1}) z."""
-    r = state.ridge
-    z = jax.random.normal(key, r.f_hat.shape, r.f_hat.dtype)
-    return r.f_hat + scale * sigma * (_linalg.psd_cholesky(r.v_inv) @ z)
+    estimate: ridge.RidgeState | logistic.LogisticState  # by the model's feedback (agents.estimation)
 
 
 def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
@@ -53,18 +45,18 @@ def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
     def init(key, model):
         del key
         model = as_linear_model(model, "thompson_sampling")
-        return TSState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype))
+        return TSState(estimation.init(model, reg))
 
     def act(key, state, model):
         model = as_linear_model(model, "thompson_sampling")
-        f_tilde = sample_parameter(key, state, model.sigma, scale)
+        f_tilde = estimation.sample_parameter(key, state.estimate, model, scale)
         values = model.features @ f_tilde
         status = jnp.where(jnp.all(jnp.isfinite(values)), Status.OK, Status.NONFINITE)
         return jnp.argmax(values).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         model = as_linear_model(model, "thompson_sampling")
-        return TSState(ridge.update(state.ridge, model.obs_matrices[action], obs))
+        return TSState(estimation.update(state.estimate, model, action, obs, reg))
 
     return Agent(init=init, act=act, update=update, config=AgentSpec.of(thompson_sampling, ("scale", "reg"), scale=scale, reg=reg))
 

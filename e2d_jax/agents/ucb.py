@@ -33,13 +33,14 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from e2d_jax import _checks as V
+from e2d_jax.agents import estimation
 from e2d_jax.envs.family import as_linear_model
-from e2d_jax.estimators import ridge
+from e2d_jax.estimators import logistic, ridge
 from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
 
 class UCBState(NamedTuple):
-    ridge: ridge.RidgeState
+    estimate: ridge.RidgeState | logistic.LogisticState  # by the model's feedback (agents.estimation)
 
 
 #: ``ucb(delta=ANYTIME)``: the anytime level delta_s = 1 / (s log s) of the authors' code.
@@ -87,26 +88,26 @@ def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
     def init(key, model):
         del key
         model = as_linear_model(model, "ucb")
-        return UCBState(ridge.init(model.dim, reg=reg, dtype=model.features.dtype))
+        return UCBState(estimation.init(model, reg))
 
     def act(key, state, model):
         del key
         model = as_linear_model(model, "ucb")
-        r = state.ridge
+        r = state.estimate
         s_bound = model.radius if radius is None else radius
         if anytime:
             # r.count rounds seen, each an observation of m rows (the padded map's).
             log_inv_delta = ridge.anytime_log_inv_delta(model.obs_matrices.shape[-2] * r.count, r.f_hat.dtype)
         else:
             log_inv_delta = jnp.log(1.0 / delta)
-        beta_sqrt = ridge.confidence_width(r, model.sigma, s_bound, log_inv_delta, reg=reg)
+        beta_sqrt = estimation.confidence_width(r, model, s_bound, log_inv_delta, reg)
         index = model.features @ r.f_hat + beta_sqrt * ridge.widths(r, model.features)
         status = jnp.where(jnp.all(jnp.isfinite(index)), Status.OK, Status.NONFINITE)
         return jnp.argmax(index).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         model = as_linear_model(model, "ucb")
-        return UCBState(ridge.update(state.ridge, model.obs_matrices[action], obs))
+        return UCBState(estimation.update(state.estimate, model, action, obs, reg))
 
     return Agent(init=init, act=act, update=update,
                  config=AgentSpec.of(ucb, ("delta", "radius", "reg"), delta=delta, radius=radius, reg=reg))

@@ -6,7 +6,7 @@ Python ``isinstance`` at trace time and costs nothing at run time.
 """
 from __future__ import annotations
 
-from e2d_jax.envs import finite, linear
+from e2d_jax.envs import finite, linear, preference
 from e2d_jax.types import Environment
 
 #: The families and their instance (params) and model types.
@@ -14,6 +14,15 @@ FAMILIES = ("linear", "finite")
 _PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite"}
 _MODELS = {linear.LinearModel: "linear", finite.FiniteModel: "finite"}
 _ENVIRONMENTS = {"linear": linear.ENVIRONMENT, "finite": finite.ENVIRONMENT}
+_LIBRARY_ENVIRONMENTS = (linear.ENVIRONMENT, finite.ENVIRONMENT, preference.ENVIRONMENT)
+
+
+def _own_environment(params, family: str) -> Environment:
+    """The library environment of an instance of ``family``: preference instances (a linear
+    family with Bernoulli feedback) have their own."""
+    if isinstance(params, preference.PreferenceEnvParams):
+        return preference.ENVIRONMENT
+    return _ENVIRONMENTS[family]
 
 
 def family_of(model) -> str:
@@ -46,8 +55,10 @@ def environment_of(params, env: Environment | None = None) -> Environment:
         if not isinstance(env, Environment):
             raise ValueError(f"env must be an e2d_jax.Environment (or None to infer it from params), "
                              f"got {type(env).__name__}")
-        if family is not None and env is not _ENVIRONMENTS[family] and env in _ENVIRONMENTS.values():
-            other = next(f for f, e in _ENVIRONMENTS.items() if e is env)
+        own = None if family is None else _own_environment(params, family)
+        if own is not None and env is not own and env in _LIBRARY_ENVIRONMENTS:
+            other = {id(linear.ENVIRONMENT): "linear", id(finite.ENVIRONMENT): "finite",
+                     id(preference.ENVIRONMENT): "preference"}[id(env)]
             raise ValueError(f"env: the {other} environment cannot run {type(params).__name__} (a {family} "
                              "instance); leave env out and it is inferred from params")
         return env
@@ -58,7 +69,7 @@ def environment_of(params, env: Environment | None = None) -> Environment:
         raise ValueError(f"params: cannot infer the environment of a {type(params).__name__}; pass env= (an "
                          "e2d_jax.Environment) for an instance type of your own, or build the instance with a "
                          "library builder")
-    return _ENVIRONMENTS[family]
+    return _own_environment(params, family)
 
 
 def as_linear_model(model, who: str) -> linear.LinearModel:

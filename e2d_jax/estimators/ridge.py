@@ -49,6 +49,14 @@ def _rank_one(carry, row):
     return (v_inv, logdet + jnp.log(denom)), None
 
 
+def add_rows(v_inv, logdet, rows):
+    """V^{-1} and log det V after adding ``rows`` (m, d) to V (V <- V + rows^T rows): one
+    Sherman-Morrison step and one determinant-lemma step per row, O(m d^2); zero rows are
+    exact no-ops."""
+    (v_inv, logdet), _ = lax.scan(_rank_one, (v_inv, logdet), rows)
+    return v_inv, logdet
+
+
 def update(state: RidgeState, obs_matrix: jax.Array, obs: jax.Array, *, radius=None) -> RidgeState:
     """Adds one round's data.
 
@@ -61,7 +69,7 @@ def update(state: RidgeState, obs_matrix: jax.Array, obs: jax.Array, *, radius=N
     Returns:
       The updated state (O(m d^2) work).
     """
-    (v_inv, logdet), _ = lax.scan(_rank_one, (state.v_inv, state.logdet), obs_matrix)
+    v_inv, logdet = add_rows(state.v_inv, state.logdet, obs_matrix)
     b = state.b + obs_matrix.T @ obs
     f_hat = v_inv @ b
     if radius is not None:

@@ -15,7 +15,7 @@ from e2d_jax.agents import e2d, e2d_finite, e2d_linear
 from e2d_jax.agents.ids import finite_ids, ids, linear_ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
-from e2d_jax.envs import dueling, finite, linear, zoo
+from e2d_jax.envs import dueling, finite, linear, preference, zoo
 from e2d_jax.experiments.registry import AGENTS, RegisteredAgent, register_env, tokens
 
 # --------------------------------------------------------------------------------------
@@ -94,6 +94,11 @@ register_env("dueling-localized", lambda key, d=3, min_gap=0.1, sigma=1.0, dtype
     d, min_gap=min_gap, sigma=sigma, dtype=dtype), family="linear",
     help="localized duelling: neighbour pairs and self-duels of e_1..e_d, the reward level unobservable (E2D needs "
          "gaps Delta, gap_type delta; the authors' localized_dueling; d=3: K=5)")
+register_env("preference", lambda key, d=3, arms=10, normalize=False, dtype=None: preference.random_preference(
+    key, d, arms, normalize=normalize, dtype=dtype), family="linear",
+    help="preference (Bradley-Terry) feedback: the arms^2 ordered pairs of N(0,1) base arms, reward <x_a + x_b, f*>, "
+         "observation 1 with probability sigmoid(<x_a - x_b, f*>), f* = e1; logistic estimation (d=3, 10 base arms: "
+         "K=100)")
 register_env("laser", lambda key, sigma=1.0, dtype=None: zoo.laser(key, sigma=sigma, dtype=dtype), family="linear",
              help="the authors' laser game: 25 Gaussian bumps, 9 invasive measurements (no reward) and 9 "
                   "integrated ones (K=18, d=25)")

@@ -17,7 +17,6 @@ import threading
 import time
 from pathlib import Path
 
-import jax
 import numpy as np
 
 from e2d_jax.experiments import registry, storage

@@ -298,7 +298,7 @@ def _config(out: Path) -> dict:
     return json.loads((out / storage.SUMMARY).read_text())["config"]
 
 
-def _interval(x, lo, hi) -> str:
+def interval_text(x, lo, hi) -> str:
     return "—" if not np.isfinite(x) else f"{x:.2f} [{lo:.2f}, {hi:.2f}]"
 
 
@@ -326,7 +326,7 @@ def markdown(base, tables: dict | None = None) -> str:
                 "—" if r["e2d_below_from"] is None or pd.isna(r["e2d_below_from"]) else f"{int(r['e2d_below_from']):,}")
             lines.append(f"| {r['agent']} | {r['final']:.1f} [{r['final_lo']:.1f}, {r['final_hi']:.1f}] | "
                          f"{r['exponent']:.2f} [{r['exponent_lo']:.2f}, {r['exponent_hi']:.2f}] | "
-                         f"{_interval(r['before'], r['before_lo'], r['before_hi'])} | {r['growth']:.2f} | {below} |")
+                         f"{interval_text(r['before'], r['before_lo'], r['before_hi'])} | {r['growth']:.2f} | {below} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -336,8 +336,12 @@ def plot(base, tables: dict | None = None) -> Figure:
     mean over seeds with its pointwise 95% CI band, its growth exponent in the legend, the
     fitting window (the last decade) shaded, and reference slopes 1/2 and 1 over it."""
     base = Path(base)
-    sweeps = _sweeps(base)
-    tables = report(base) if tables is None else tables
+    return plot_sweeps(_sweeps(base), report(base) if tables is None else tables)
+
+
+def plot_sweeps(sweeps: dict, tables: dict) -> Figure:
+    """The figure of :func:`plot` for stored sweeps ``{name: directory}`` and their
+    :func:`sweep_report` tables ``{name: DataFrame}``."""
     fig = Figure(figsize=(5.2 * max(1, len(sweeps)), 5.2), dpi=100)
     axes = fig.subplots(1, max(1, len(sweeps)), squeeze=False)[0]
     for ax, (env, out) in zip(axes, sweeps.items()):
@@ -381,7 +385,7 @@ def plot(base, tables: dict | None = None) -> Figure:
     return fig
 
 
-def _strict(row: dict) -> dict:
+def strict_row(row: dict) -> dict:
     """A row with its NaNs as None (strict JSON: ``null``)."""
     return {k: None if isinstance(v, float) and not np.isfinite(v) else v for k, v in row.items()}
 
@@ -397,7 +401,7 @@ def write_report(base) -> Path:
     storage.write_json(base / "horizons.json", {
         env: {"config": {k: _config(base / f"horizons-{env}")[k] for k in ("horizon", "seeds", "instance_seeds",
                                                                              "record_every")},
-              "agents": [_strict(row) for row in df.to_dict(orient="records")]}
+              "agents": [strict_row(row) for row in df.to_dict(orient="records")]}
         for env, df in tables.items()})
     save(plot(base, tables), base / "horizons", write=storage.atomic_write)
     return path

@@ -343,3 +343,19 @@ def observability(loss, feedback):
         if not _in_span(loss[a] - loss[b], [signals[k] for k in near]):
             return "globally"
     return "locally"
+
+
+def logistic_mle_cvx(obs_rows, outcomes, reg=1.0):
+    """The regularised logistic maximum-likelihood estimate by cvxpy from the raw history:
+    argmin_f sum_s [log(1 + exp(m_s f)) - y_s m_s f] + reg / 2 ||f||^2, ``obs_rows`` (N, d),
+    ``outcomes`` (N,) in {0, 1}."""
+    import cvxpy as cp
+
+    rows = np.asarray(obs_rows, np.float64)
+    y = np.asarray(outcomes, np.float64)
+    f = cp.Variable(rows.shape[1])
+    z = rows @ f
+    objective = cp.sum(cp.logistic(z)) - y @ z + 0.5 * reg * cp.sum_squares(f)
+    cp.Problem(cp.Minimize(objective)).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
+                                              max_iter=500)
+    return np.asarray(f.value)

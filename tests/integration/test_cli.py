@@ -22,7 +22,7 @@ from e2d_jax import _files, cli
 from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.cli import commands as cli_commands
 from e2d_jax.cli.commands import build_parser, host_device_count, parse_host_devices, to_flags, usable_cores
-from e2d_jax.experiments import figures, provenance, registry, runner, storage
+from e2d_jax.experiments import figures, provenance, registry, runner
 from e2d_jax.paper import presets
 
 

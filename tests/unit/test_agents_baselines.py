@@ -25,7 +25,7 @@ def _jax_trajectory(agent, params, key):
     actions, observations, estimates = [], [], []
     for t in range(1, HORIZON + 1):
         key_act, key_obs = jax.random.split(jax.random.fold_in(key_rounds, t))
-        estimates.append(np.asarray(state.ridge.f_hat))
+        estimates.append(np.asarray(state.estimate.f_hat))
         a, state, _ = act(key_act, state, model)
         y = observe(key_obs, params, a)
         state = update(state, a, y, model)
