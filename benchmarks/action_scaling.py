@@ -18,8 +18,8 @@ Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linea
           [--figure out.png]
   quick check:  PYTHONPATH=. python benchmarks/action_scaling.py --dims 3 --arms 10,30 --agents ucb,ts --repeats 1
 
-K is the environment's ``arms`` option: the number of actions, except on ``dueling``, whose K
-base arms make K^2 pair actions (the JSON rows' ``actions``).
+K is the environment's ``arms`` option: the number of actions, except on ``dueling`` and
+``preference``, whose K base arms make K^2 pair actions (the JSON rows' ``actions``).
 
 Printout columns: env, d, K, agent, compile_s, seed-rounds/s (median of the repeats), it/round
 (the solver's mean iterations per round; '-' for agents without a DEC), flagged (fraction of

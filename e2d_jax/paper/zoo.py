@@ -52,6 +52,7 @@ FAMILIES = {
     "dynamic-pricing": ("dynamic-pricing", {}, True, "finite"),
     "dueling": ("dueling", {"d": 3, "arms": 10}, True, "linear"),
     "dueling-localized": ("dueling-localized", {"d": 3}, False, "linear"),
+    "preference": ("preference", {"d": 3, "arms": 10}, True, "linear"),
 }
 #: The games that observe reward differences only, the reward level never: the E2D agents run
 #: with gaps Delta there (with Delta_f their programs are infinite).
