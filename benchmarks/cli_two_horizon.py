@@ -148,7 +148,7 @@ def main():
                 runs = [run_once(arm, case, h, a.seeds, workdir) for h in hs]
                 rate = a.seeds * (hs[1] - hs[0]) / (runs[1]["run_s"] - runs[0]["run_s"])
                 row = rows.setdefault((arm["label"], case), dict(
-                    label=arm["label"], root=arm["root"], extra=arm["extra"], case=case, args=CASES[case][0],
+                    label=arm["label"], extra=arm["extra"], case=case, args=CASES[case][0],
                     seeds=a.seeds, horizons=hs, rates=[], runs=[]))
                 row["rates"].append(rate)
                 row["runs"].append(runs)

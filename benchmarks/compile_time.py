@@ -281,7 +281,7 @@ def worker(cfg: dict) -> dict:
     run_s = time.perf_counter() - t0
     out = dict(cfg, setup_s=setup_s, lower_s=lower_s, compile_s=compile_s, first_s=lower_s + compile_s, run_s=run_s,
                device=str(device), jax=jax.__version__, e2d_jax=version, e2d_jax_source=_source_digest(),
-               e2d_jax_file=e2d_jax.__file__)
+               e2d_jax_file=os.path.relpath(e2d_jax.__file__, os.path.dirname(os.path.dirname(e2d_jax.__file__))))
     if cfg.get("count", True):
         out["stablehlo_ops"] = count_stablehlo(lowered.as_text())
         out.update(count_hlo(compiled.as_text(), cfg["record_every"]))
@@ -344,7 +344,7 @@ def main():
     if unknown:
         ap.error(f"--cases: unknown {unknown}; known: {list(CASES)}")
     root = os.path.abspath(args.root)
-    report = {"root": root, "commit": _git(root), "python": args.python, "platform": platform.platform(),
+    report = {"commit": _git(root), "python": args.python, "platform": platform.platform(),
               "processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
               "horizon": args.horizon, "record_every": args.record_every, "lanes": args.lanes,
               "divergence": args.divergence, "cases": []}

@@ -45,6 +45,18 @@ def pairs(base):
     return base[first] + base[second], (base[first] - base[second])[:, None, :]
 
 
+def check_base_arms(base, theta=None):
+    """``(base, theta)`` as float64 arrays: ``base`` (k, d) with k >= 2 finite base arms, ``theta``
+    (default e_1); a ValueError naming the argument otherwise (theta's shape and finiteness are
+    checked with the instance, :func:`e2d_jax.envs.linear.linear_side_observation`)."""
+    base = np.asarray(base, np.float64)
+    if base.ndim != 2 or base.shape[0] < 2:
+        raise V.ArgumentError("base", f"{V.name('base')} must have shape (k, d) with k >= 2 base arms, got {base.shape}")
+    V.check_finite("base", base)
+    theta = np.eye(base.shape[1])[0] if theta is None else np.asarray(theta, np.float64)
+    return base, theta
+
+
 def pair_of(action, num_arms: int):
     """The base arms (a, b) of pair action ``action`` of :func:`random_dueling` (ints or arrays)."""
     return action // num_arms, action % num_arms
@@ -95,12 +107,7 @@ def from_base_arms(base, theta=None, *, sigma: float = 1.0, radius=None, dtype=N
 
     The game is checked for global observability (:func:`e2d_jax.envs.linear.observability`).
     """
-    base = np.asarray(base, np.float64)
-    if base.ndim != 2 or base.shape[0] < 2:
-        raise V.ArgumentError("base", f"{V.name('base')} must have shape (k, d) with k >= 2 base arms, got {base.shape}")
-    V.check_finite("base", base)
-    d = base.shape[1]
-    theta = np.eye(d)[0] if theta is None else np.asarray(theta, np.float64)
+    base, theta = check_base_arms(base, theta)
     features, obs = pairs(base)
     return linear_side_observation(features, obs, theta, sigma=sigma, obs_mask=np.ones(obs.shape[:2], bool),
                                    radius=radius, dtype=default_dtype(dtype))

@@ -126,12 +126,7 @@ def from_base_arms(base, theta=None, *, radius=None, dtype=None) -> PreferenceEn
 
     The game is checked for global observability (:func:`e2d_jax.envs.linear.observability`).
     """
-    base = np.asarray(base, np.float64)
-    if base.ndim != 2 or base.shape[0] < 2:
-        raise V.ArgumentError("base", f"{V.name('base')} must have shape (k, d) with k >= 2 base arms, got {base.shape}")
-    V.check_finite("base", base)
-    d = base.shape[1]
-    theta = np.eye(d)[0] if theta is None else np.asarray(theta, np.float64)
+    base, theta = dueling.check_base_arms(base, theta)
     features, obs = dueling.pairs(base)
     params = linear_side_observation(features, obs, theta, sigma=PREFERENCE_SIGMA,
                                      obs_mask=np.ones(obs.shape[:2], bool), radius=radius, dtype=default_dtype(dtype))
