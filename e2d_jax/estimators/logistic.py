@@ -66,12 +66,17 @@ def loss(f, obs_matrices, plays, wins, reg):
     return jnp.sum(plays[:, None] * jax.nn.softplus(z) - wins * z) + 0.5 * reg * f @ f
 
 
-def _newton_step(f, obs_matrices, plays, wins, reg):
-    z = jnp.einsum("kmd,d->km", obs_matrices, f)
-    p = jax.nn.sigmoid(z)
-    grad = jnp.einsum("km,kmd->d", plays[:, None] * p - wins, obs_matrices) + reg * f
+def _curvature(f, obs_matrices, plays, reg):
+    """The outcome probabilities sigma(M f) (K, m) and the Hessian of L at f."""
+    p = jax.nn.sigmoid(jnp.einsum("kmd,d->km", obs_matrices, f))
     weight = plays[:, None] * p * (1.0 - p)
     hess = jnp.einsum("km,kmi,kmj->ij", weight, obs_matrices, obs_matrices) + reg * jnp.eye(f.shape[0], dtype=f.dtype)
+    return p, hess
+
+
+def _newton_step(f, obs_matrices, plays, wins, reg):
+    p, hess = _curvature(f, obs_matrices, plays, reg)
+    grad = jnp.einsum("km,kmd->d", plays[:, None] * p - wins, obs_matrices) + reg * f
     step = jnp.linalg.solve(hess, grad)
     trial = f[None, :] - jnp.asarray(_STEP_SIZES, f.dtype)[:, None] * step[None, :]
     values = jax.vmap(loss, in_axes=(0, None, None, None, None))(trial, obs_matrices, plays, wins, reg)
@@ -81,10 +86,7 @@ def _newton_step(f, obs_matrices, plays, wins, reg):
 
 def hessian_inverse(f, obs_matrices, plays, reg):
     """H^{-1}: the inverse Hessian of L at f."""
-    z = jnp.einsum("kmd,d->km", obs_matrices, f)
-    p = jax.nn.sigmoid(z)
-    weight = plays[:, None] * p * (1.0 - p)
-    hess = jnp.einsum("km,kmi,kmj->ij", weight, obs_matrices, obs_matrices) + reg * jnp.eye(f.shape[0], dtype=f.dtype)
+    _, hess = _curvature(f, obs_matrices, plays, reg)
     h_inv = jnp.linalg.inv(hess)
     return 0.5 * (h_inv + h_inv.T)
 
