@@ -45,6 +45,7 @@ hyperparameter (``reg``, ``delta``, ``radius``, ``eta``) may be traced.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -104,11 +105,68 @@ def two_action_ratio(d1, d2, i1, i2):
     return jnp.take_along_axis(vals, best[None], 0)[0], jnp.take_along_axis(ps, best[None], 0)[0]
 
 
+#: Above this many actions the full pair search is the dual search (:func:`dual_pair_search`):
+#: the K^2 pairs cost more than its O(K) envelope evaluations.
+FULL_PAIRS_MAX = 64
+#: The dual search's golden-section steps on s (0.618^48 < 1e-10 of the bracket) and the
+#: candidates it keeps: the actions nearest the envelope at s*, with the smallest gap estimate and
+#: the largest information gain.
+DUAL_STEPS = 48
+DUAL_CANDIDATES = 6
+
+
+def _best_pair(gaps, info, cand):
+    """The best pair among the candidate actions ``cand`` (c,): (i, j, p, ratio)."""
+    c = cand.shape[0]
+    g, inf = gaps[cand], info[cand]
+    vals, ps = two_action_ratio(g[:, None], g[None, :], inf[:, None], inf[None, :])
+    flat = jnp.argmin(vals.reshape(-1))
+    return (cand[flat // c].astype(jnp.int32), cand[flat % c].astype(jnp.int32), ps.reshape(-1)[flat],
+            vals.reshape(-1)[flat])
+
+
+def dual_pair_search(gaps, info):
+    """The full pair search in O(K) per step, by duality: (i, j, p, ratio) as
+    :func:`ids_distribution`'s ``"full"``.
+
+    With x^2 / y = max_s (2 s x - s^2 y) for y > 0 (and 0 / 0 = 0), the ratio's minimum over
+    the simplex is max_{s >= 0} h(s), h(s) = min_a (2 s Delta_a - s^2 I_a) (min-max over a
+    bilinear-concave function: Sion's theorem). h is concave, so its maximiser s* is found by
+    golden-section search on [0, 2 Delta_b / I_b], b the action of largest information (h(s) <=
+    2 s Delta_b - s^2 I_b < 0 beyond). An optimal distribution is supported on the actions
+    whose parabola attains h(s*) (the saddle point's complementary slackness): the pair is the
+    best among the actions nearest the envelope at s* together with the action of smallest gap
+    estimate and that of largest information gain, each pair minimised exactly by
+    :func:`two_action_ratio`. Where several actions tie at the envelope, any pair among them is
+    optimal up to the tie.
+    """
+    dtype = gaps.dtype
+    b = jnp.argmax(info)
+    tiny = jnp.finfo(dtype).tiny
+    hi = jnp.where(info[b] > tiny, 2.0 * jnp.maximum(gaps[b], 0.0) / jnp.maximum(info[b], tiny), 0.0)
+    hi = jnp.where(jnp.isfinite(hi), hi, 0.0)
+    envelope = lambda s: jnp.min(2.0 * s * gaps - s * s * info)
+    golden = jnp.asarray((math.sqrt(5.0) - 1.0) / 2.0, dtype)
+
+    def step(_, bracket):
+        lo, up = bracket
+        a, c = up - golden * (up - lo), lo + golden * (up - lo)
+        left = envelope(a) >= envelope(c)
+        return jnp.where(left, lo, a), jnp.where(left, c, up)
+
+    lo, up = jax.lax.fori_loop(0, DUAL_STEPS, step, (jnp.zeros((), dtype), hi.astype(dtype)))
+    s_star = 0.5 * (lo + up)
+    near = jax.lax.top_k(-(2.0 * s_star * gaps - s_star * s_star * info), DUAL_CANDIDATES - 2)[1]
+    cand = jnp.concatenate([near, jnp.stack([jnp.argmin(gaps), b])]).astype(jnp.int32)
+    return _best_pair(gaps, info, cand)
+
+
 def ids_distribution(gaps, info, sampling: str = "full", winner=None):
     """The IDS distribution of gap estimates ``gaps`` (K,) and information gains ``info`` (K,).
 
     Returns ``(i, j, p, ratio)``: play j with probability p, else i. ``sampling="full"``
-    searches every pair (the exact minimiser over distributions); ``"fast"`` the pairs
+    searches every pair (the exact minimiser over distributions; above
+    :data:`FULL_PAIRS_MAX` actions by :func:`dual_pair_search`); ``"fast"`` the pairs
     (winner, j).
     """
     k = gaps.shape[0]
@@ -117,10 +175,9 @@ def ids_distribution(gaps, info, sampling: str = "full", winner=None):
         vals, ps = two_action_ratio(gaps[w], gaps, info[w], info)
         j = jnp.argmin(vals)
         return w.astype(jnp.int32), j.astype(jnp.int32), ps[j], vals[j]
-    vals, ps = two_action_ratio(gaps[:, None], gaps[None, :], info[:, None], info[None, :])
-    flat = jnp.argmin(vals.reshape(-1))
-    i, j = flat // k, flat % k
-    return i.astype(jnp.int32), j.astype(jnp.int32), ps.reshape(-1)[flat], vals.reshape(-1)[flat]
+    if k > FULL_PAIRS_MAX:
+        return dual_pair_search(gaps, info)
+    return _best_pair(gaps, info, jnp.arange(k, dtype=jnp.int32))
 
 
 def _play(key, i, j, p, gaps, info, r):
@@ -166,9 +223,36 @@ def linear_gap_estimates(state: ridge.RidgeState, model: LinearModel, beta_sqrt,
     if kind == "value":
         width = beta_sqrt * _norms(v_inv, phi)
         return jnp.max(r + width) - (r - width)
+    if phi.shape[0] > FULL_PAIRS_MAX:
+        return _blocked_difference_gaps(phi, r, v_inv, beta_sqrt)
     diff = phi[None, :, :] - phi[:, None, :]  # [a, b] = phi_b - phi_a
     ucb = (r[None, :] - r[:, None]) + beta_sqrt * _norms(v_inv, diff)
     return jnp.maximum(jnp.max(ucb, axis=1), 0.0)
+
+
+#: The block of actions b that the many-action difference gaps compare every a with at once.
+GAP_BLOCK = 256
+
+
+def _blocked_difference_gaps(phi, r, v_inv, beta_sqrt):
+    """The ``"difference"`` gap estimates for many actions: ||phi_b - phi_a||^2_{V^{-1}} = q_a + q_b -
+    2 phi_a^T V^{-1} phi_b (q_a = ||phi_a||^2_{V^{-1}}) from a (K, B) product per block of B actions
+    b, with a running max: O(K^2 d) time, O(K B) memory. The term b = a is 0 exactly."""
+    k = phi.shape[0]
+    w = phi @ v_inv  # (K, d)
+    q = jnp.einsum("kd,kd->k", w, phi)
+    blocks = -(-k // GAP_BLOCK)
+    # Padding repeats action 0, which leaves every max as it is.
+    idx = jnp.concatenate([jnp.arange(k), jnp.zeros(blocks * GAP_BLOCK - k, jnp.int32)]).reshape(blocks, GAP_BLOCK)
+    rows = jnp.arange(k)[:, None]
+
+    def block(best, b):
+        n2 = q[:, None] + q[b][None, :] - 2.0 * (w @ phi[b].T)
+        ucb = (r[b][None, :] - r[:, None]) + beta_sqrt * jnp.sqrt(jnp.maximum(n2, 0.0))
+        return jnp.maximum(best, jnp.max(jnp.where(b[None, :] == rows, 0.0, ucb), axis=1)), None
+
+    best, _ = jax.lax.scan(block, jnp.zeros((k,), phi.dtype), idx)
+    return best
 
 
 def _observation_factors(v_inv, obs_matrices):
@@ -178,20 +262,45 @@ def _observation_factors(v_inv, obs_matrices):
     return _linalg.psd_cholesky(a), mv
 
 
-def worst_case_info(v_inv, obs_matrices):
-    """I(a) = log det(I + M_a V^{-1} M_a^T), (K,)."""
-    chol, _ = _observation_factors(v_inv, obs_matrices)
+def _gram_factors(v_inv, grams):
+    """Per action the Cholesky factor of B_a = I + L^T G_a L (d x d, V^{-1} = L L^T, G_a = M_a^T
+    M_a), and L: the same determinant as A_a's (Sylvester) at O(d^3) instead of O(m^3) when an
+    action observes more rows than there are dimensions (the semi-bandit's revealing action,
+    padded to every action)."""
+    low = _linalg.psd_cholesky(v_inv)
+    b = jnp.einsum("ji,kjl,lm->kim", low, grams, low) + jnp.eye(v_inv.shape[-1], dtype=v_inv.dtype)
+    return _linalg.psd_cholesky(b), low
+
+
+def _use_grams(v_inv, obs_matrices, grams):
+    return grams is not None and obs_matrices.shape[1] > v_inv.shape[-1]
+
+
+def worst_case_info(v_inv, obs_matrices, grams=None):
+    """I(a) = log det(I + M_a V^{-1} M_a^T), (K,); by the d x d form det(I + L^T G_a L) when the
+    grams (K, d, d) are given and the m observation rows outnumber the d dimensions."""
+    if _use_grams(v_inv, obs_matrices, grams):
+        chol, _ = _gram_factors(v_inv, grams)
+    else:
+        chol, _ = _observation_factors(v_inv, obs_matrices)
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
 
 
-def directed_info(v_inv, obs_matrices, w):
+def directed_info(v_inv, obs_matrices, w, grams=None):
     """I(a) = log ||w||^2_{V^{-1}} - log ||w||^2_{(V + M_a^T M_a)^{-1}}, (K,), by Woodbury:
-    w^T (V + M^T M)^{-1} w = w^T V^{-1} w - u^T (I + M V^{-1} M^T)^{-1} u, u = M V^{-1} w."""
-    chol, mv = _observation_factors(v_inv, obs_matrices)
+    w^T (V + M^T M)^{-1} w = w^T V^{-1} w - u^T (I + M V^{-1} M^T)^{-1} u, u = M V^{-1} w; or,
+    with the grams when m > d, w^T (V + G)^{-1} w = u^T (I + L^T G L)^{-1} u, u = L^T w."""
     base = w @ v_inv @ w
-    u = mv @ w  # (K, m)
-    z = jax.vmap(lambda c, x: _linalg.cholesky_solve(c, x))(chol, u)
-    after = base - jnp.einsum("km,km->k", u, z)
+    if _use_grams(v_inv, obs_matrices, grams):
+        chol, low = _gram_factors(v_inv, grams)
+        u = jnp.broadcast_to(w @ low, chol.shape[:-1])  # (K, d)
+        z = jax.vmap(lambda c, x: _linalg.cholesky_solve(c, x))(chol, u)
+        after = jnp.einsum("kd,kd->k", u, z)
+    else:
+        chol, mv = _observation_factors(v_inv, obs_matrices)
+        u = mv @ w  # (K, m)
+        z = jax.vmap(lambda c, x: _linalg.cholesky_solve(c, x))(chol, u)
+        after = base - jnp.einsum("km,km->k", u, z)
     tiny = jnp.finfo(v_inv.dtype).tiny
     return jnp.maximum(jnp.log(jnp.maximum(base, tiny)) - jnp.log(jnp.maximum(after, tiny)), 0.0)
 
@@ -200,14 +309,14 @@ def linear_information(state: ridge.RidgeState, model: LinearModel, gaps, beta_s
     """The information gains (K,) of the module docstring, and the winner a_hat."""
     winner = jnp.argmin(gaps).astype(jnp.int32)
     if kind == "worst-case":
-        return worst_case_info(state.v_inv, model.obs_matrices), winner
+        return worst_case_info(state.v_inv, model.obs_matrices, model.grams), winner
     phi, v_inv = model.features, state.v_inv
     diff = phi - phi[winner]  # (K, d): phi_b - phi_{a_hat}
     plausible = diff @ state.f_hat + beta_sqrt * _norms(v_inv, diff) >= 0.0
     plausible = plausible.at[winner].set(False)
     dist = jnp.where(plausible, _norms(v_inv, diff), -1.0)
     b_star = jnp.argmax(dist)
-    info = directed_info(v_inv, model.obs_matrices, diff[b_star])
+    info = directed_info(v_inv, model.obs_matrices, diff[b_star], model.grams)
     alone = jax.nn.one_hot(winner, phi.shape[0], dtype=v_inv.dtype)
     return jnp.where(jnp.any(plausible), info, alone), winner
 

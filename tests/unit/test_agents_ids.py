@@ -74,6 +74,55 @@ def test_ids_distribution_is_the_minimum_over_distributions(seed):
     assert float(r_fast) >= float(r) * (1 - 1e-12)
 
 
+def _full_pairs(gaps, info):
+    """The best pair by evaluating every pair (the small-K path), any K."""
+    return I._best_pair(jnp.asarray(gaps), jnp.asarray(info), jnp.arange(gaps.shape[0], dtype=jnp.int32))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dual_pair_search_equals_the_search_over_every_pair(seed):
+    """Above FULL_PAIRS_MAX actions the pair comes from the dual search: its ratio equals the
+    minimum over all K^2 pairs (1e-9 relative, float64), on random problems and on ones with a
+    zero gap, zero informations, ties and an action that is informative but costly."""
+    rng = np.random.default_rng(seed)
+    k = I.FULL_PAIRS_MAX + 1 + 60 * seed
+    gaps = rng.uniform(0.0, 2.0, k)
+    info = rng.uniform(0.0, 1.0, k) ** 3
+    cases = [(gaps, info)]
+    g = gaps.copy(); g[rng.integers(k)] = 0.0
+    cases.append((g, info))  # a zero gap: ratio 0
+    i0 = info.copy(); i0[: k // 2] = 0.0
+    cases.append((gaps, i0))  # half the actions uninformative
+    cases.append((np.round(gaps, 1), np.round(info, 1)))  # ties
+    g2, i2 = gaps.copy() + 0.5, info.copy() * 1e-3
+    g2[3], i2[3] = 5.0, 1.0  # one costly informative action among uninformative good ones
+    cases.append((g2, i2))
+    for gi, ii in cases:
+        i, j, p, r = I.ids_distribution(jnp.asarray(gi), jnp.asarray(ii), "full")
+        _, _, _, ref = _full_pairs(gi, ii)
+        np.testing.assert_allclose(float(r), float(ref), rtol=1e-9, atol=1e-300)
+        mu = np.zeros(k)
+        mu[int(i)] += 1 - float(p)
+        mu[int(j)] += float(p)
+        num, den = (mu @ gi) ** 2, mu @ ii
+        np.testing.assert_allclose(0.0 if num == 0 else num / den, float(r), rtol=1e-10)
+
+
+def test_blocked_difference_gaps_equal_the_direct_formula():
+    """Above FULL_PAIRS_MAX actions the difference gaps come from blocks of a Gram matrix: equal to
+    max_b (phi_b - phi_a) f + beta ||phi_b - phi_a||_{V^-1} computed directly (1e-9, float64),
+    K not a multiple of the block."""
+    k = I.GAP_BLOCK + 37
+    params = linear.linear_bandit(instance_key(2), 3, k, dtype=jnp.float64)
+    model = params.model
+    st = _state_after(params, rounds=30)
+    phi, f, v_inv, beta = np.asarray(model.features), np.asarray(st.f_hat), np.asarray(st.v_inv), 1.3
+    diff = phi[None, :, :] - phi[:, None, :]
+    norms = np.sqrt(np.maximum(np.einsum("abi,ij,abj->ab", diff, v_inv, diff), 0.0))
+    expected = np.maximum((diff @ f + beta * norms).max(axis=1), 0.0)
+    np.testing.assert_allclose(I.linear_gap_estimates(st, model, beta, "difference"), expected, rtol=1e-9, atol=1e-12)
+
+
 def _state_after(params, rounds=15, seed=0):
     """A ridge state after some random play."""
     model = params.model
@@ -98,6 +147,11 @@ def test_information_gains_and_gap_estimates_against_direct_formulas():
     w = np.asarray(model.features[2] - model.features[0])
     di = np.array([np.log(w @ v_inv @ w) - np.log(w @ np.linalg.inv(v + m.T @ m) @ w) for m in mats])
     np.testing.assert_allclose(I.directed_info(st.v_inv, model.obs_matrices, jnp.asarray(w)), di, rtol=1e-8, atol=1e-12)
+    # The d x d forms through the grams (here m = 6 observation rows > d = 3): the same values.
+    assert mats.shape[1] > mats.shape[2]
+    np.testing.assert_allclose(I.worst_case_info(st.v_inv, model.obs_matrices, model.grams), wc, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(I.directed_info(st.v_inv, model.obs_matrices, jnp.asarray(w), model.grams), di,
+                               rtol=1e-8, atol=1e-12)
     beta = 1.7
     phi, f = np.asarray(model.features), np.asarray(st.f_hat)
     norm = lambda x: np.sqrt(x @ v_inv @ x)
