@@ -2,7 +2,7 @@
 
 What: Anytime-E2D, E2D (tuned for the horizon), IDS, UCB and TS at their defaults on the
 revealing semi-bandit and a plain linear bandit (``semi-bandit`` and ``linear-bandit``, instance
-seed 0, float32), for each d in ``--dims`` and K in ``--arms``: the compiled program ``simulate``
+seed 0, float32 unless ``--dtype``), for each d in ``--dims`` and K in ``--arms``: the compiled program ``simulate``
 runs (``rollout_program``: ``--seeds`` runs side by side, the simulator's lanes on CPU), its
 compile time (ahead of time, ``lower().compile()``), the median of ``--repeats`` timed calls as
 seed-rounds/s, the DEC solver's iterations per round and the fraction of flagged rounds (their
@@ -14,12 +14,16 @@ the measured rate, at least linearly, and twice its compile time) exceeds ``--ma
 
 Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linear-bandit]
           [--dims 3,10,30] [--arms 10,100,1000,10000] [--agents anytime-e2d,e2d,ids,ucb,ts]
-          [--horizon 20] [--seeds 64] [--repeats 3] [--max-seconds 300] [--json out.json]
+          [--horizon 20] [--seeds 64] [--repeats 3] [--max-seconds 300] [--dtype float32] [--json out.json]
           [--figure out.png]
   quick check:  PYTHONPATH=. python benchmarks/action_scaling.py --dims 3 --arms 10,30 --agents ucb,ts --repeats 1
 
 K is the environment's ``arms`` option: the number of actions, except on ``dueling`` and
-``preference``, whose K base arms make K^2 pair actions (the JSON rows' ``actions``).
+``preference``, whose K base arms make K^2 pair actions (the JSON rows' ``actions``). An
+E2D-type agents use gaps Delta_f (their default)
+where the reward level is observable and gaps Delta where it is not (``dueling-localized``). An
+environment without a ``d`` or ``arms`` option (``dueling-localized`` has no ``arms``, ``laser``
+neither) is built at its own size; its rows name the actions it has.
 
 Printout columns: env, d, K, agent, compile_s, seed-rounds/s (median of the repeats), it/round
 (the solver's mean iterations per round; '-' for agents without a DEC), flagged (fraction of
@@ -41,6 +45,7 @@ from e2d_jax.agents.e2d import anytime_e2d, fixed_horizon_e2d
 from e2d_jax.agents.ids import ids
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
+from e2d_jax.envs.linear import reward_level_observable
 from e2d_jax.experiments import registry
 from e2d_jax.types import Status
 
@@ -56,18 +61,23 @@ except ImportError:  # e2d_jax 0.4.0, measured as the baseline of a comparison
         return fn, (run_keys(0, np.arange(lanes)), params, {})
 
 AGENTS = {
-    "anytime-e2d": lambda horizon: anytime_e2d(),
-    "e2d": lambda horizon: fixed_horizon_e2d(horizon=max(horizon, 2)),
-    "ids": lambda horizon: ids(),
-    "ucb": lambda horizon: ucb(),
-    "ts": lambda horizon: thompson_sampling(),
+    "anytime-e2d": lambda horizon, gap_type: anytime_e2d(gap_type=gap_type),
+    "e2d": lambda horizon, gap_type: fixed_horizon_e2d(horizon=max(horizon, 2), gap_type=gap_type),
+    "ids": lambda horizon, gap_type: ids(),
+    "ucb": lambda horizon, gap_type: ucb(),
+    "ts": lambda horizon, gap_type: thompson_sampling(),
 }
 
 
-def measure(env: str, d: int, k: int, agent_name: str, *, horizon: int, seeds: int, repeats: int) -> dict:
+def measure(env: str, d: int, k: int, agent_name: str, *, horizon: int, seeds: int, repeats: int,
+            dtype: str = "float32") -> dict:
     """One configuration's row (see the module docstring)."""
-    _, params, _ = registry.build_instance(env, 0, {"d": d, "arms": k}, "float32")
-    agent = AGENTS[agent_name](horizon)
+    accepted = registry.resolve_env(env).options()
+    options = {name: value for name, value in {"d": d, "arms": k}.items() if accepted is None or name in accepted}
+    _, params, _ = registry.build_instance(env, 0, options, dtype)
+    # Gaps Delta_f (the agents' default) where the reward level is observable, else gaps Delta.
+    gap_type = "delta_f" if reward_level_observable(params.model.span) else "delta"
+    agent = AGENTS[agent_name](horizon, gap_type)
     fn, args = rollout_program(params, agent, horizon=horizon, record_every=1, lanes=seeds)
     t0 = time.perf_counter()
     compiled = fn.lower(*args).compile()
@@ -87,7 +97,7 @@ def measure(env: str, d: int, k: int, agent_name: str, *, horizon: int, seeds: i
     counts = np.asarray(out.solver.status_counts).sum(axis=0)
     flagged = float(counts[Status.MAX_ITER] / counts.sum()) if hasattr(info, "gap") else None
     return {"env": env, "d": d, "K": k, "actions": int(params.model.features.shape[-2]), "agent": agent_name,
-            "horizon": horizon, "seeds": seeds,
+            "horizon": horizon, "seeds": seeds, "dtype": dtype, "gap_type": gap_type,
             "compile_s": compile_s, "run_s": run_s, "runs": [float(t) for t in times],
             "seed_rounds_per_s": seeds * horizon / run_s, "iterations_per_round": iterations, "flagged": flagged,
             "mb_per_seed": total_bytes / seeds / 2**20, "invalid_rounds": int(np.asarray(out.invalid_rounds).sum())}
@@ -147,9 +157,13 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-seconds", type=float, default=300.0,
                     help="skip a configuration whose projected compile and run time exceeds this")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                    help="float64 for games whose observable span float32 cuts (laser)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--figure", default=None)
     args = ap.parse_args(argv)
+    if args.dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
     warnings.simplefilter("ignore")
     print(f"device: {jax.devices()[0]}  platform: {platform.platform()}  jax {jax.__version__}  horizon "
           f"{args.horizon}  seeds {args.seeds}", flush=True)
@@ -172,7 +186,8 @@ def main(argv=None):
                             skipped.append({"env": env, "d": d, "K": k, "agent": agent, "projected_s": cost})
                             print(f"{env:14s} {d:3d} {k:6d} {agent:12s} skipped (projected {cost:,.0f} s)", flush=True)
                             break
-                    r = measure(env, d, k, agent, horizon=args.horizon, seeds=args.seeds, repeats=args.repeats)
+                    r = measure(env, d, k, agent, horizon=args.horizon, seeds=args.seeds, repeats=args.repeats,
+                                dtype=args.dtype)
                     done.append(r)
                     rows.append(r)
                     print(f"{env:14s} {d:3d} {k:6d} {agent:12s} {r['compile_s']:9.1f} {r['seed_rounds_per_s']:14,.0f} "
