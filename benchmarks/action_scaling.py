@@ -171,11 +171,16 @@ def main(argv=None):
           f"{'flagged':>8s} {'MB/seed':>8s}", flush=True)
     rows, skipped = [], []
     arms = [int(x) for x in args.arms.split(",")]
+    dims = [int(x) for x in args.dims.split(",")]
     for env in args.envs.split(","):
-        for d in (int(x) for x in args.dims.split(",")):
+        # An environment without the option is measured once, at its own size.
+        accepted = registry.resolve_env(env).options()
+        env_dims = dims if accepted is None or "d" in accepted else dims[:1]
+        env_arms = arms if accepted is None or "arms" in accepted else arms[:1]
+        for d in env_dims:
             for agent in args.agents.split(","):
                 done = []
-                for k in arms:
+                for k in env_arms:
                     if done:
                         last = done[-1]
                         growth = max(1.0, exponent(done) or 1.0)

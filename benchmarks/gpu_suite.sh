@@ -40,6 +40,10 @@
 #   action_scaling    action_scaling.py: a round's cost against the number of actions K (10 to 10,000) for
 #                     Anytime-E2D, E2D, IDS, UCB and TS on the semi-bandit and the linear bandit, d = 3 and 10,
 #                     at 1,024 seeds (its JSON and figure)
+#   partial_monitoring action_scaling.py on the linear partial-monitoring families: duelling and preference
+#                     feedback (10 and 30 base arms: 100 and 900 pair actions) and the localized duelling game,
+#                     every agent at 1,024 seeds (its JSON)
+#   partial_monitoring_laser  the same on the laser game, in float64
 #   cli_many_actions  e2d-jax run on the linear bandit with d = 10, K = 10,000 (n = 1,000, 100 seeds; the
 #                     run's agents at their defaults); its summary.json kept
 #   horizons_report   the growth exponents' report and figure (horizons.md, .json, .png) with the sweeps'
@@ -77,11 +81,11 @@ PY=${PY:-python3}
 if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
     TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
-    ZOO_SIZE="--instances 2 --seeds 4"; AS_ARMS=10,30; AS_DIMS=3; AS_AGENTS=ucb,ts; AS_SEEDS=8; MANY_K=30; MANY_N=20; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10; HORIZONS_SIZE="--horizon 200 --seeds 4"
+    ZOO_SIZE="--instances 2 --seeds 4"; AS_ARMS=10,30; AS_DIMS=3; AS_AGENTS=ucb,ts; AS_SEEDS=8; PM_ARMS=10; MANY_K=30; MANY_N=20; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10; HORIZONS_SIZE="--horizon 200 --seeds 4"
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
     TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
-    AS_ARMS=10,100,1000,10000; AS_DIMS=3,10; AS_AGENTS=anytime-e2d,e2d,ids,ucb,ts; AS_SEEDS=1024; MANY_K=10000; MANY_N=1000
+    AS_ARMS=10,100,1000,10000; AS_DIMS=3,10; AS_AGENTS=anytime-e2d,e2d,ids,ucb,ts; AS_SEEDS=1024; PM_ARMS=10,30; MANY_K=10000; MANY_N=1000
     S_FUSED=1024,131072; FW_SHAPES=exp1,exp2; FW_BATCHES=1,1000,10000; HORIZONS_SIZE="--horizon ${HORIZONS_N:-100000} --seeds 1024"
 fi
 step() {  # step SECONDS NAME COMMAND...
@@ -155,6 +159,11 @@ step 120 fw_throughput "$PY" benchmarks/fw_throughput.py --shapes "$FW_SHAPES" -
     --json "$OUT/fw_throughput.json"
 step 300 action_scaling "$PY" benchmarks/action_scaling.py --dims "$AS_DIMS" --agents "$AS_AGENTS" --arms "$AS_ARMS" --seeds "$AS_SEEDS" \
     --repeats "$REP" --max-seconds 60 --json "$OUT/action_scaling.json" --figure "$OUT/action_scaling.png"
+step 200 partial_monitoring "$PY" benchmarks/action_scaling.py --envs dueling,preference,dueling-localized --dims 3 \
+    --arms "$PM_ARMS" --agents "$AS_AGENTS" --seeds "$AS_SEEDS" --repeats "$REP" --max-seconds 60 \
+    --json "$OUT/partial_monitoring.json"
+step 100 partial_monitoring_laser "$PY" benchmarks/action_scaling.py --envs laser --dtype float64 --agents "$AS_AGENTS" \
+    --seeds "$AS_SEEDS" --repeats "$REP" --max-seconds 60 --json "$OUT/partial_monitoring_laser.json"
 step 300 cli_many_actions "$PY" -m e2d_jax.cli run --env linear-bandit --d 10 --arms "$MANY_K" --horizon "$MANY_N" \
     --seeds 100 --out "$RUNS/many_actions" --overwrite --quiet
 cp "$RUNS/many_actions/summary.json" "$OUT/cli_many_actions_summary.json" 2>/dev/null

@@ -359,3 +359,24 @@ def test_working_set_matches_cvxpy_and_the_plain_method(gap_type):
         assert float(ws.lower_bound) <= ref * (1 + 1e-6) + 1e-9
         assert abs(float(ws.value) - ref) <= 1e-4 * abs(ref)
         assert abs(float(ws.value) - float(plain.value)) <= 1e-4 * abs(ref)
+
+
+@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+def test_working_set_in_float32_is_certified_against_cvxpy(gap_type):
+    """The working set in float32 (the simulator's default precision), 48 actions: certified
+    (status OK at rtol 1e-3), its value within 2e-3 of cvxpy's float64 optimum, its lower bound
+    below that optimum up to float32 rounding (1e-5 relative), and its certified gap covering its
+    distance to the optimum."""
+    from e2d_jax.dec import linear as L
+    from e2d_jax.dec import solvers as S
+    for seed in (11, 12):
+        feats, grams, f_hat, lam = _instance("semi", 3, 48, seed)
+        ref, _ = LinearOffsetCvx(feats, grams, f_hat, gap_type).solve(lam)
+        f32 = lambda x: jnp.asarray(x, jnp.float32)
+        ws = L.linear_offset_dec(f32(feats), f32(grams), f32(f_hat), jnp.float32(lam), gap_type=gap_type,
+                                 solver=S.InteriorPoint(rtol=1e-3))
+        assert ws.value.dtype == jnp.float32
+        assert int(ws.status) == Status.OK
+        assert abs(float(ws.value) - ref) <= 2e-3 * abs(ref)
+        assert float(ws.lower_bound) <= ref + 1e-5 * abs(ref)
+        assert float(ws.value) - ref <= float(ws.gap) + 1e-5 * abs(ref)
