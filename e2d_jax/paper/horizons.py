@@ -355,8 +355,9 @@ def plot_sweeps(sweeps: dict, tables: dict) -> Figure:
             r = df.loc[cell]
             colour = colours[cell]
             keep = mean > 0
-            ax.plot(rounds[keep], mean[keep], color=colour, lw=1.5,
-                    label=f"{cell}: {r['exponent']:.2f} [{r['exponent_lo']:.2f}, {r['exponent_hi']:.2f}]")
+            label = (f"{cell}: {r['exponent']:.2f} [{r['exponent_lo']:.2f}, {r['exponent_hi']:.2f}]"
+                     if np.isfinite(r["exponent"]) else f"{cell}: zero regret (not drawn)")
+            ax.plot(rounds[keep], mean[keep], color=colour, lw=1.5, label=label)
             ax.fill_between(rounds[keep], np.maximum(mean - half, mean * 1e-3)[keep], (mean + half)[keep],
                             color=colour, alpha=0.2, lw=0)
             inside = rounds >= rounds[-1] / WINDOW
