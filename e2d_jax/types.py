@@ -87,11 +87,19 @@ class Environment(NamedTuple):
         for every action (padded where actions observe different amounts).
       mean_rewards: ``params -> (K,)`` expected reward of every action under the true model.
       model: ``params -> model class``, the part of ``params`` the learner may know.
+      context: None for an environment without contexts (the same instance every round), or
+        ``(key, params) -> round_params``: the round's instance, drawn every round from the
+        seed's key stream (e.g. a context and the model that goes with it). ``observe``,
+        ``mean_rewards`` and ``model`` then apply to the round's instance (the agent acts on
+        ``model(round_params)``, the regret counts ``mean_rewards(round_params)``), and
+        ``model(params)``, what the agent is initialised with, must have the structure and
+        shapes of every round's model (:mod:`e2d_jax.envs.contextual`).
     """
 
     observe: Callable[[jax.Array, PyTree, jax.Array], jax.Array]
     mean_rewards: Callable[[PyTree], jax.Array]
     model: Callable[[PyTree], PyTree]
+    context: Callable[[jax.Array, PyTree], PyTree] | None = None
 
 
 class Agent(NamedTuple):

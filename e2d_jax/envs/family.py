@@ -6,22 +6,25 @@ Python ``isinstance`` at trace time and costs nothing at run time.
 """
 from __future__ import annotations
 
-from e2d_jax.envs import finite, linear, preference
+from e2d_jax.envs import contextual, finite, linear, preference
 from e2d_jax.types import Environment
 
 #: The families and their instance (params) and model types.
 FAMILIES = ("linear", "finite")
-_PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite"}
+_PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite", contextual.ContextualParams: "linear"}
 _MODELS = {linear.LinearModel: "linear", finite.FiniteModel: "finite"}
 _ENVIRONMENTS = {"linear": linear.ENVIRONMENT, "finite": finite.ENVIRONMENT}
-_LIBRARY_ENVIRONMENTS = (linear.ENVIRONMENT, finite.ENVIRONMENT, preference.ENVIRONMENT)
+_LIBRARY_ENVIRONMENTS = (linear.ENVIRONMENT, finite.ENVIRONMENT, preference.ENVIRONMENT, contextual.ENVIRONMENT)
 
 
 def _own_environment(params, family: str) -> Environment:
     """The library environment of an instance of ``family``: preference instances (a linear
-    family with Bernoulli feedback) have their own."""
+    family with Bernoulli feedback) and contextual ones (a linear instance drawn every round)
+    have their own."""
     if isinstance(params, preference.PreferenceEnvParams):
         return preference.ENVIRONMENT
+    if isinstance(params, contextual.ContextualParams):
+        return contextual.ENVIRONMENT
     return _ENVIRONMENTS[family]
 
 
@@ -58,7 +61,7 @@ def environment_of(params, env: Environment | None = None) -> Environment:
         own = None if family is None else _own_environment(params, family)
         if own is not None and env is not own and env in _LIBRARY_ENVIRONMENTS:
             other = {id(linear.ENVIRONMENT): "linear", id(finite.ENVIRONMENT): "finite",
-                     id(preference.ENVIRONMENT): "preference"}[id(env)]
+                     id(preference.ENVIRONMENT): "preference", id(contextual.ENVIRONMENT): "contextual"}[id(env)]
             raise ValueError(f"env: the {other} environment cannot run {type(params).__name__} (a {family} "
                              "instance); leave env out and it is inferred from params")
         return env

@@ -15,7 +15,7 @@ from e2d_jax.agents import e2d, e2d_finite, e2d_linear
 from e2d_jax.agents.ids import finite_ids, ids, linear_ids
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
-from e2d_jax.envs import dueling, finite, linear, preference, zoo
+from e2d_jax.envs import contextual, dueling, finite, linear, preference, zoo
 from e2d_jax.experiments.registry import AGENTS, RegisteredAgent, register_env, tokens
 
 # --------------------------------------------------------------------------------------
@@ -102,6 +102,16 @@ register_env("preference", lambda key, d=3, arms=10, normalize=False, dtype=None
 register_env("laser", lambda key, sigma=1.0, dtype=None: zoo.laser(key, sigma=sigma, dtype=dtype), family="linear",
              help="the authors' laser game: 25 Gaussian bumps, 9 invasive measurements (no reward) and 9 "
                   "integrated ones (K=18, d=25)")
+register_env("contextual-linear", lambda key, d=3, arms=10, contexts=10, normalize=True, sigma=1.0, dtype=None:
+             contextual.random_contextual(key, d, arms, contexts, normalize=normalize, sigma=sigma, dtype=dtype),
+             family="linear",
+             help="a contextual linear bandit: every round one of `contexts` contexts, uniformly, each with its own "
+                  "N(0,I) action features (unit norm with normalize), f* uniform on the sphere (d=3, K=10, 10 contexts)")
+register_env("contextual-authors", lambda key, d=3, arms=10, contexts=3, normalize=False, sigma=1.0, dtype=None:
+             contextual.authors_contextual(key, d, arms, contexts, normalize=normalize, sigma=sigma, dtype=dtype),
+             family="linear",
+             help="the authors' contextual_simple_bandit: contexts drawn uniformly, each with N(0,1) action "
+                  "features, f* = e1 (d=3, K=10, 3 contexts)")
 register_env("apple-tasting", lambda key, models=19, dtype=None: zoo.apple_tasting(key, models=models, dtype=dtype),
              family="finite", help="apple tasting, a locally observable partial-monitoring game (M=19)")
 register_env("label-efficient", lambda key, models=19, dtype=None: zoo.label_efficient(key, models=models, dtype=dtype),

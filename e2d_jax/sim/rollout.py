@@ -52,6 +52,10 @@ from e2d_jax.types import NUM_STATUS, Agent, Environment, PyTree, Status
 RUN_STREAM = 0x52554E  # "RUN"
 INSTANCE_STREAM = 0x494E5354  # "INST"
 
+#: The tag folded into a round's observation key to draw the round's context (environments
+#: with ``context``; see :class:`~e2d_jax.types.Environment`).
+CONTEXT_STREAM = 0x43545854  # "CTXT"
+
 #: Rounds whose keys are derived together (see ``rollout``).
 KEY_BLOCK = 32
 
@@ -166,6 +170,9 @@ def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: 
         model = env.model(params)
         key_init, key_act, key_obs = jax.random.split(key, 3)
         state = made.init(key_init, model)
+        if env.context is not None:
+            params = env.context(jax.random.fold_in(key_obs, CONTEXT_STREAM), params)
+            model = _check_round_model(model, env.model(params))
         action, new_state, info = made.act(key_act, state, model)
         check_step_outputs(action, info)
         obs = env.observe(key_obs, params, jnp.clip(action, 0, None))
@@ -180,6 +187,18 @@ def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: 
         if sig != signature[0] or leaves != first:
             raise ValueError(f"{name} must return a state with the structure, shapes and dtypes of agent.init's "
                              f"(lax.scan carries it): init gave {signature[0]} {first}, {name} gave {sig} {leaves}")
+
+
+def _check_round_model(model, round_model):
+    """The round's model of an environment with contexts, if it has the structure, shapes and
+    dtypes of ``env.model(params)`` (what the agent was initialised with); a ValueError otherwise."""
+    sig = [jax.tree_util.tree_structure(m) for m in (model, round_model)]
+    leaves = [[(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(m)] for m in (model, round_model)]
+    if sig[0] != sig[1] or leaves[0] != leaves[1]:
+        raise ValueError(f"env.context must return a round's instance whose model has the structure, shapes and "
+                         f"dtypes of env.model(params) (the agent is initialised with it): env.model(params) is "
+                         f"{sig[0]} {leaves[0]}, the round's model {sig[1]} {leaves[1]}")
+    return round_model
 
 
 class _RoundCarry(NamedTuple):
@@ -216,6 +235,15 @@ def _play(agent: Agent, env: Environment, params, model, gap, carry: _RoundCarry
     hist = stats.gap_hist if bin_ is None else stats.gap_hist.at[bin_].add(1)
     return _RoundCarry(state, total, compensation, carry.counts.at[action].add(1),
                        SolverStats(status_counts, hist)), info
+
+
+def _play_in_context(agent: Agent, env: Environment, params, carry: _RoundCarry, keys):
+    """One round of an environment with contexts: the round's instance is drawn from the
+    round's observation key (folded with ``CONTEXT_STREAM``), then :func:`_play` on it, its
+    regret against the round's best action."""
+    round_params = env.context(jax.random.fold_in(keys[1], CONTEXT_STREAM), params)
+    means = env.mean_rewards(round_params)
+    return _play(agent, env, round_params, env.model(round_params), jnp.max(means) - means, carry, keys)
 
 
 def _recorded_blocks(play, key_rounds, carry, horizon: int, record_every: int):
@@ -285,7 +313,10 @@ def rollout(
     zero = jnp.zeros((), gap.dtype)
     stats = SolverStats(jnp.zeros((NUM_STATUS,), jnp.int32), jnp.zeros((NUM_GAP_BINS,), jnp.int32))
     carry = _RoundCarry(agent.init(key_init, model), zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
-    play = functools.partial(_play, agent, env, params, model, gap)
+    if env.context is None:
+        play = functools.partial(_play, agent, env, params, model, gap)
+    else:
+        play = functools.partial(_play_in_context, agent, env, params)
     carry, regret, info = _recorded_blocks(play, key_rounds, carry, horizon, record_every)
     invalid = carry.stats.status_counts[Status.NONFINITE] + carry.stats.status_counts[Status.INVALID_ACTION]
     return RolloutResult(regret=regret, action_counts=carry.counts, invalid_rounds=invalid, solver=carry.stats,
