@@ -12,6 +12,11 @@ Regret is the cumulative pseudo-regret sum_t Delta(pi_t, f*) of the actions play
 quantity the paper plots), summed with Kahan compensation so float32 runs of 10^5+ rounds do
 not drift.
 
+Contexts: an environment with ``context`` (:class:`~e2d_jax.types.Environment`) draws round
+t's instance from ``fold_in(key_obs, CONTEXT_STREAM)``; the agent acts and updates on that
+instance's model and the round's gap is the played action's in it. Without ``context`` a
+round runs exactly as it did before contexts existed (the same keys, the same program).
+
 The interaction contract (:class:`~e2d_jax.types.Agent`) is checked twice. Before anything
 runs, :func:`check_agent` traces one round abstractly (``jax.eval_shape``) and refuses, with
 the argument and what was expected, an action that is not an integer scalar, an info without
