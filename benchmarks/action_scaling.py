@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 import warnings
@@ -206,7 +207,10 @@ def main(argv=None):
         [r for r in rows if (r["env"], r["d"], r["agent"]) == (e, d, a)], key=lambda r: r["K"]))}
         for e, d, a in sorted({(r["env"], r["d"], r["agent"]) for r in rows})]
     report = {"meta": {"device": str(jax.devices()[0]), "platform": platform.platform(), "jax": jax.__version__,
-                       "date": time.strftime("%Y-%m-%d"), "args": vars(args)},
+                       "date": time.strftime("%Y-%m-%d"),
+                       # The output paths by file name only: a result records no machine paths.
+                       "args": {k: (os.path.basename(v) if k in ("json", "figure") and v else v)
+                                for k, v in vars(args).items()}},
               "rows": rows, "skipped": skipped, "exponents": fits}
     if args.json:
         with open(args.json, "w") as f:

@@ -83,7 +83,8 @@ def _authors_run(args, label, s):
     env = {**os.environ, "PYTHONPATH": args.run_authors, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     subprocess.run(cmd, check=True, env=env, cwd=args.run_authors, capture_output=True)
     (csv,) = glob.glob(os.path.join(out, "*", "*", "run-*.csv"))
-    return float(np.loadtxt(csv)[-1, 1]), " ".join(cmd[1:])
+    # The command as recorded: no machine paths (the output folder is a fresh temporary one).
+    return float(np.loadtxt(csv)[-1, 1]), " ".join(cmd[1:]).replace(out, "OUT")
 
 
 def run_authors(args):
