@@ -12,6 +12,12 @@ themselves keep that cache off: serialising hundreds of executables into it from
 long-lived process has crashed inside XLA (``executable.serialize()``), and the in-process
 jit caches give a test process what it needs, so an in-process ``cli.main`` leaves it off
 (``tests/integration/test_cli.py`` checks that).
+
+A test process compiles thousands of programs; every compiled CPU program holds memory
+mappings, and a process that reaches the kernel's cap on them crashes inside XLA's compiler.
+After every test the in-memory caches are dropped once the process holds half the cap (the
+simulator itself does so before a compile above a larger share, which a single test never
+reaches from half).
 """
 import os
 import pathlib
@@ -42,6 +48,12 @@ def pytest_configure(config):
     # Start the backend now, with the device count of the environment: a test that runs the
     # command line in-process must not be the first to start it.
     jax.devices()
+
+
+def pytest_runtest_teardown(item, nextitem):
+    from e2d_jax.sim.execute import release_if_near_map_limit
+
+    release_if_near_map_limit(share=0.5)
 
 
 @pytest.fixture(autouse=True, scope="session")

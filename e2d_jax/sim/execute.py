@@ -19,11 +19,18 @@ devices and runs a layout's calls on them:
 Compiled executables are kept in memory (:func:`compiled`, keyed by the environment, the
 program, the horizon, the recording, the width, the devices and the shapes), so a second
 simulation of the same program does not compile again.
+
+Every CPU executable holds a few dozen memory mappings of its machine code, and Linux caps a
+process's mappings (``vm.max_map_count``, 65,530 by default): a process that keeps thousands
+of compiled programs alive (JAX's own caches included) crashes inside the compiler when it
+reaches the cap. :func:`release_if_near_map_limit` drops the in-memory caches before that
+happens; :func:`compiled` calls it before every compile.
 """
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import gc
 import math
 import re
 import time
@@ -147,6 +154,7 @@ def compiled(env: Environment, program: Program, horizon: int, record_every: int
     if hit is not None:
         _COMPILED.move_to_end(key)
         return hit, 0.0
+    release_if_near_map_limit()
     t0 = time.perf_counter()
     example = (run_keys(0, np.arange(width)), lane_params, jnp.zeros((width, len(program.names)), dtype))
     exe = Executable(lane_rollout(env, program, horizon, record_every), devices, example)
@@ -154,6 +162,36 @@ def compiled(env: Environment, program: Program, horizon: int, record_every: int
     while len(_COMPILED) > _CACHE_SIZE:
         _COMPILED.popitem(last=False)
     return exe, time.perf_counter() - t0
+
+
+#: The share of the process's mapping cap (``vm.max_map_count``) above which
+#: :func:`release_if_near_map_limit` drops the compiled programs.
+MAP_LIMIT_SHARE = 0.8
+
+
+def _map_counts() -> tuple[int, int] | None:
+    """(mappings this process holds, the kernel's cap), or None where Linux's /proc is absent."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            cap = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            held = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return held, cap
+
+
+def release_if_near_map_limit(share: float = MAP_LIMIT_SHARE) -> bool:
+    """Drops every compiled program held in memory (the simulator's and JAX's caches) when
+    this process holds more than ``share`` of the kernel's memory-mapping cap; they compile
+    again when next needed. Returns whether it did."""
+    counts = _map_counts()
+    if counts is None or counts[0] <= share * counts[1]:
+        return False
+    _COMPILED.clear()
+    jax.clear_caches()
+    gc.collect()
+    return True
 
 
 def compiled_cache_size() -> int:

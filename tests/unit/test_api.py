@@ -357,3 +357,22 @@ def test_the_default_divergence_is_the_squared_norm_everywhere():
         e2d.simulate(params, kl, horizon=40, num_seeds=4).result.info.eps2,
         e2d.simulate(params, e2d.anytime_e2d(eps2_schedule="dim", divergence="kl"), horizon=40,
                      num_seeds=4).result.info.eps2)
+
+
+def test_compiled_programs_are_dropped_near_the_kernels_mapping_cap():
+    """Above the given share of ``vm.max_map_count`` the simulator drops its compiled programs
+    (and JAX's), and the next simulation compiles again and gives the same bits; below it
+    nothing is dropped."""
+    from e2d_jax.sim import execute
+
+    if execute._map_counts() is None:
+        pytest.skip("needs Linux's /proc")
+    params = e2d.semi_bandit(e2d.instance_key(0), 3, 5, dtype=jnp.float32)
+    first = e2d.simulate(params, e2d.ucb(), horizon=10, num_seeds=2)
+    assert not execute.release_if_near_map_limit(share=1.0) and sim_module.compiled_cache_size() > 0
+    held = execute._map_counts()[0]
+    assert execute.release_if_near_map_limit(share=0.0) and sim_module.compiled_cache_size() == 0
+    assert execute._map_counts()[0] < held
+    again = e2d.simulate(params, e2d.ucb(), horizon=10, num_seeds=2)
+    assert again.compile_seconds > 0
+    np.testing.assert_array_equal(first.result.regret, again.result.regret)
