@@ -14,6 +14,8 @@ from e2d_jax.agents.e2d import anytime_e2d as anytime_e2d
 from e2d_jax.agents.e2d import fixed_horizon_e2d as fixed_horizon_e2d
 from e2d_jax.agents.e2d import tune_lambda as tune_lambda
 from e2d_jax.agents.ids import ids as ids
+from e2d_jax.agents.oracle import epsilon_greedy as epsilon_greedy
+from e2d_jax.agents.oracle import squarecb as squarecb
 from e2d_jax.agents.ts import posterior_sampling as posterior_sampling
 from e2d_jax.agents.ts import thompson_sampling as thompson_sampling
 from e2d_jax.agents.ucb import ucb as ucb
@@ -59,7 +61,8 @@ __all__ = [
     # the DEC
     "acdec_curve", "finite_acdec", "finite_offset_dec", "linear_acdec", "linear_offset_dec", "table1_bound",
     # agents
-    "anytime_e2d", "fixed_horizon_e2d", "ids", "posterior_sampling", "thompson_sampling", "tune_lambda", "ucb",
+    "anytime_e2d", "epsilon_greedy", "fixed_horizon_e2d", "ids", "posterior_sampling", "squarecb", "thompson_sampling",
+    "tune_lambda", "ucb",
     # simulation
     "Results", "Simulation", "enable_compilation_cache", "hparam_grid", "instance_key", "instance_keys", "rollout",
     "simulate", "solver_summary", "valid_seeds",

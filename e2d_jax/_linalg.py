@@ -53,7 +53,12 @@ def numerical_rank(matrix) -> int:
 def _pivot_floor(v):
     """Smallest pivot allowed: eps * d * (largest diagonal entry), see ``psd_solve``."""
     d = v.shape[-1]
-    diag = jnp.max(jnp.stack([v[..., i, i] for i in range(d)], -1), axis=-1)
+    if d > UNROLL_MAX_DIM:
+        # The same maximum; d slices stacked here would be fused into the consumer, once per
+        # entry of the (d, d) matrix it is added to.
+        diag = jnp.max(jnp.diagonal(v, axis1=-2, axis2=-1), axis=-1)
+    else:
+        diag = jnp.max(jnp.stack([v[..., i, i] for i in range(d)], -1), axis=-1)
     return jnp.finfo(v.dtype).eps * d * diag
 
 

@@ -88,18 +88,23 @@ class Environment(NamedTuple):
       mean_rewards: ``params -> (K,)`` expected reward of every action under the true model.
       model: ``params -> model class``, the part of ``params`` the learner may know.
       context: None for an environment without contexts (the same instance every round), or
-        ``(key, params) -> round_params``: the round's instance, drawn every round from the
-        seed's key stream (e.g. a context and the model that goes with it). ``observe``,
-        ``mean_rewards`` and ``model`` then apply to the round's instance (the agent acts on
-        ``model(round_params)``, the regret counts ``mean_rewards(round_params)``), and
-        ``model(params)``, what the agent is initialised with, must have the structure and
-        shapes of every round's model (:mod:`e2d_jax.envs.contextual`).
+        ``(key, params, t) -> round_params``: round t's instance (``t`` an int32 scalar, 1 for
+        the first round), e.g. a context and the model that goes with it; ``key`` is the
+        round's own, from the seed's key stream. ``observe``, ``mean_rewards`` and ``model``
+        then apply to the round's instance (the agent acts on ``model(round_params)``, the
+        regret counts ``mean_rewards(round_params)`` against the round's best available
+        action), and ``model(params)``, what the agent is initialised with, must have the
+        structure and shapes of every round's model (:mod:`e2d_jax.envs.contextual`).
+      reset: None, or ``(key, params) -> params``: the seed's own instance, drawn once before
+        its first round from the seed's key stream (e.g. the order in which a dataset's rows
+        arrive, :mod:`e2d_jax.envs.datasets`); ``params`` keeps its structure and shapes.
     """
 
     observe: Callable[[jax.Array, PyTree, jax.Array], jax.Array]
     mean_rewards: Callable[[PyTree], jax.Array]
     model: Callable[[PyTree], PyTree]
-    context: Callable[[jax.Array, PyTree], PyTree] | None = None
+    context: Callable[[jax.Array, PyTree, jax.Array], PyTree] | None = None
+    reset: Callable[[jax.Array, PyTree], PyTree] | None = None
 
 
 class Agent(NamedTuple):

@@ -59,7 +59,7 @@ from e2d_jax import _checks as V
 from e2d_jax.agents import estimation, schedules
 from e2d_jax.dec import linear as dec_linear
 from e2d_jax.dec import solvers as S
-from e2d_jax.envs.linear import LinearModel
+from e2d_jax.envs.linear import LinearModel, playable
 from e2d_jax.estimators import logistic, ridge
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Status, WarmStart
 
@@ -127,13 +127,14 @@ def _update(reg):
     return update
 
 
-def _play(key, state, res, warm):
-    """Samples from mu_t, or from the previous mu if this round's solve is not finite."""
+def _play(key, state, res, warm, model):
+    """Samples from mu_t, or from the previous mu if this round's solve is not finite (an
+    action the round does not offer is its copy, :func:`~e2d_jax.envs.linear.playable`)."""
     ok = res.status != Status.NONFINITE
     mu = jnp.where(ok, res.mu, state.warm.mu)
     warm = jax.tree_util.tree_map(lambda new, old: jnp.where(ok, new, old), warm, state.warm)
     action = jax.random.categorical(key, jnp.log(mu)).astype(jnp.int32)
-    return action, warm
+    return playable(model, action), warm
 
 
 def anytime_e2d(
@@ -178,7 +179,7 @@ def anytime_e2d(
         span = model.span
         res, warm = dec_linear.solve_acdec(span, state.estimate.f_hat @ span.basis, eps2 * scale, solver,
                                            state.warm, gap_type)
-        action, warm = _play(key, state, res, warm)
+        action, warm = _play(key, state, res, warm, model)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
                        iterations=res.iterations, eps2=eps2)
         return action, state._replace(warm=warm, t=t), info
@@ -232,7 +233,7 @@ def fixed_horizon_e2d(
         lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
         res, warm = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_t / scale, solver,
                                             state.warm, gap_type)
-        action, warm = _play(key, state, res, warm)
+        action, warm = _play(key, state, res, warm, model)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,
                        iterations=res.iterations, eps2=jnp.zeros_like(res.value))
         return action, state._replace(warm=warm, t=state.t + 1), info

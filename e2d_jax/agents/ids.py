@@ -56,7 +56,7 @@ from e2d_jax import _linalg
 from e2d_jax.agents import estimation
 from e2d_jax.envs import finite
 from e2d_jax.envs.family import family_of
-from e2d_jax.envs.linear import LinearModel
+from e2d_jax.envs.linear import LinearModel, playable
 from e2d_jax.estimators import ewa, logistic, ridge
 from e2d_jax.types import Agent, AgentSpec, ByFamily, Status
 
@@ -369,7 +369,7 @@ def linear_ids(*, info_gain: str = "directed", gap_estimate: str = "difference",
         info, winner = linear_information(state.estimate, model, gaps, beta_sqrt, info_gain)
         i, j, p, r = ids_distribution(gaps, info, sampling, winner)
         action, out = _play(key, i, j, p, gaps, info, r)
-        return action, state._replace(t=t), out
+        return playable(model, action), state._replace(t=t), out
 
     def update(state, action, obs, model):
         return state._replace(estimate=estimation.update(state.estimate, model, action, obs, reg))

@@ -21,6 +21,7 @@ from e2d_jax import _checks as V
 from e2d_jax.agents import estimation
 from e2d_jax.envs import finite
 from e2d_jax.envs.family import as_linear_model
+from e2d_jax.envs.linear import playable
 from e2d_jax.estimators import ewa, logistic, ridge
 from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
@@ -52,7 +53,7 @@ def thompson_sampling(*, scale=1.0, reg=1.0) -> Agent:
         f_tilde = estimation.sample_parameter(key, state.estimate, model, scale)
         values = model.features @ f_tilde
         status = jnp.where(jnp.all(jnp.isfinite(values)), Status.OK, Status.NONFINITE)
-        return jnp.argmax(values).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
+        return playable(model, jnp.argmax(values).astype(jnp.int32)), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         model = as_linear_model(model, "thompson_sampling")

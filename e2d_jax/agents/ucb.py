@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from e2d_jax import _checks as V
 from e2d_jax.agents import estimation
 from e2d_jax.envs.family import as_linear_model
+from e2d_jax.envs.linear import playable
 from e2d_jax.estimators import logistic, ridge
 from e2d_jax.types import ActInfo, Agent, AgentSpec, Status
 
@@ -103,7 +104,7 @@ def ucb(*, delta=0.01, radius=None, reg=1.0) -> Agent:
         beta_sqrt = estimation.confidence_width(r, model, s_bound, log_inv_delta, reg)
         index = model.features @ r.f_hat + beta_sqrt * ridge.widths(r, model.features)
         status = jnp.where(jnp.all(jnp.isfinite(index)), Status.OK, Status.NONFINITE)
-        return jnp.argmax(index).astype(jnp.int32), state, ActInfo(status=status.astype(jnp.int32))
+        return playable(model, jnp.argmax(index).astype(jnp.int32)), state, ActInfo(status=status.astype(jnp.int32))
 
     def update(state, action, obs, model):
         model = as_linear_model(model, "ucb")

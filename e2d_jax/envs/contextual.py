@@ -1,30 +1,46 @@
 """Contextual linear bandits: a context drawn every round, and that round's model.
 
-A contextual instance (:class:`ContextualParams`) holds L contexts, each a linear model of
-its own (K actions with context-dependent features x_a(c) in R^d; bandit feedback: action a
-observes <x_a(c), f*> + sigma xi), a distribution over the contexts and one f*. Every round
-the environment draws a context c from the seed's key stream (:attr:`ENVIRONMENT.context
-<e2d_jax.types.Environment>`, so a seed's trajectory stays independent of how many seeds run
-beside it), and the round's instance is the linear instance of context c: the agent acts on its
-model, the environment answers from it, and the round's regret is <x_{a*(c)}(c) - x_a(c), f*>,
-the round's best action against the one played. f* is the same in every context, so each
-agent's estimator (ridge regression on every observation) carries over from round to round;
-the DEC agents solve the round's program at the round's model.
+A contextual instance holds one f* and a way to draw a context every round; each context is a
+linear model of its own (K actions with context-dependent features x_a(c) in R^d and
+observation maps M_a(c); with bandit feedback action a observes <x_a(c), f*> + sigma xi), and
+it may offer only some of the K actions (an availability mask,
+:attr:`~e2d_jax.envs.linear.LinearModel.available`). The simulator draws round t's context
+from the seed's key stream (:attr:`Environment.context <e2d_jax.types.Environment>`, so a
+seed's trajectory stays independent of how many seeds run beside it); the agent acts on the
+context's model, the environment answers from it, and the round's regret is
+<x_{a*(c)}(c) - x_a(c), f*>, the round's best available action against the one played. f* is
+the same in every context, so each agent's estimator carries over from round to round; the DEC
+agents solve the round's program at the round's model.
+
+Two kinds of context distributions:
+
+* a finite set of L contexts with probabilities (:class:`ContextualParams`): every context's
+  model, with its observable span, is computed once when the instance is built, and a round
+  picks one by index (:func:`from_contexts`, :func:`random_contextual`,
+  :func:`authors_contextual`, :func:`revealing_contextual`);
+* a continuous distribution (:class:`FreshContextParams`): every round draws new action
+  features, x_a ~ N(0, I_d) (on the unit sphere with ``normalize``), and the round's model is
+  assembled from them (:func:`fresh_contextual`).
 
 Builders:
 
-* :func:`from_contexts`: given features (L, K, d), f* and optionally the context probabilities.
+* :func:`from_contexts`: given features (L, K, d), f*, optionally observation maps, an
+  availability mask and the context probabilities.
 * :func:`random_contextual`: L contexts of N(0, I) features (optionally normalised), f* uniform
-  on the unit sphere (the ``contextual-linear`` family).
+  on the unit sphere (the ``contextual-linear`` family; ``contexts=0``: :func:`fresh_contextual`).
 * :func:`authors_contextual`: the authors' ``contextual_simple_bandit`` conventions: features
   N(0, 1), optionally normalised, f* = e_1, L contexts drawn uniformly (``contextual-authors``).
+* :func:`revealing_contextual`: contexts in some of which an informative but costly revealing
+  action is offered (``contextual-revealing``).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from e2d_jax import _checks as V
 from e2d_jax.envs import linear
@@ -33,7 +49,7 @@ from e2d_jax.types import Environment
 
 
 class ContextualParams(NamedTuple):
-    """A contextual linear instance.
+    """A contextual linear instance with a finite set of contexts.
 
     Attributes:
       model: the model of context 0, the shapes (K, d, m) every context shares; what the
@@ -54,9 +70,10 @@ class ContextualParams(NamedTuple):
         return self.probs.shape[-1]
 
 
-def round_instance(key: jax.Array, params: ContextualParams) -> LinearEnvParams:
-    """The round's instance: a context c ~ probs drawn with ``key``, and the linear instance of
-    context c (its model, the common f*)."""
+def round_instance(key: jax.Array, params: ContextualParams, t: jax.Array) -> LinearEnvParams:
+    """Round t's instance: a context c ~ probs drawn with the round's ``key``, and the linear
+    instance of context c (its model, the common f*)."""
+    del t
     c = jax.random.categorical(key, jnp.log(params.probs))
     model = jax.tree_util.tree_map(lambda x: x[c], params.contexts)
     return LinearEnvParams(model=model, theta=params.theta)
@@ -71,26 +88,71 @@ def _model(params) -> LinearModel:
     return params.model
 
 
-#: The environment of contextual instances: ``context`` draws the round's instance;
-#: ``observe`` and ``mean_rewards`` are the linear environment's, applied to it.
+#: The environment of instances with a finite set of contexts: ``context`` draws the round's
+#: instance; ``observe`` and ``mean_rewards`` are the linear environment's, applied to it.
 ENVIRONMENT = Environment(observe=linear.observe, mean_rewards=linear.mean_rewards, model=_model,
                           context=round_instance)
 
 
-def _bandit_model(features, sigma, radius) -> LinearModel:
-    """One context's model with bandit feedback (each action observes its own reward), its
-    observable span of dimension d (static, so every context's model has the same shapes)."""
-    k, d = features.shape
-    return linear.assemble_model(features, features[:, None, :], jnp.ones((k, 1), bool), sigma, d, radius)
+def _context_model(features, obs_matrices, obs_mask, available, sigma, radius) -> LinearModel:
+    """One context's model; its observable span of dimension d (static, so every context's
+    model has the same shapes), restricted to the actions it offers where a mask is given."""
+    d = features.shape[-1]
+    model = linear.assemble_model(features, obs_matrices, obs_mask, sigma, d, radius)
+    return model if available is None else linear.offer(model, available)
 
 
-def from_contexts(features, theta, *, probs=None, sigma=1.0, radius=None, dtype=None) -> ContextualParams:
+def _shape(x) -> tuple:
+    return tuple(np.shape(x)) if V.is_concrete(x) else tuple(x.shape)
+
+
+def _check_finite(name: str, x) -> None:
+    if V.is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
+        raise V.ArgumentError(name, f"{V.name(name)} must be finite (no NaN or inf)")
+
+
+def _check_available(available, num_contexts: int, num_actions: int):
+    available = jnp.asarray(available)
+    if _shape(available) != (num_contexts, num_actions) or not (
+            available.dtype == bool or jnp.issubdtype(available.dtype, jnp.integer)):
+        raise V.ArgumentError("available", f"{V.name('available')} must be a (contexts L, actions K) = "
+                                           f"({num_contexts}, {num_actions}) bool mask, got "
+                                           f"{_shape(available)} {available.dtype}")
+    available = available.astype(bool)
+    if V.is_concrete(available):
+        empty = np.flatnonzero(~np.asarray(available).any(axis=1))
+        if empty.size:
+            raise V.ArgumentError("available", f"{V.name('available')}: context {', '.join(map(str, empty[:5]))} "
+                                               f"offers no action (every context needs at least one)")
+    return available
+
+
+def _check_probs(probs, num_contexts: int, dtype):
+    if probs is None:
+        return jnp.full((num_contexts,), 1.0 / num_contexts, dtype)
+    probs = jnp.asarray(probs, dtype)
+    if probs.shape != (num_contexts,):
+        raise V.ArgumentError("probs", f"{V.name('probs')} must have shape ({num_contexts},), one probability "
+                                       f"per context, got {tuple(probs.shape)}")
+    if V.is_concrete(probs) and not (bool(jnp.all(probs >= 0)) and abs(float(jnp.sum(probs)) - 1.0) < 1e-6):
+        raise V.ArgumentError("probs", f"{V.name('probs')} must be non-negative and sum to 1")
+    return probs
+
+
+def from_contexts(features, theta, *, probs=None, obs_matrices=None, obs_mask=None, available=None, sigma=1.0,
+                  radius=None, dtype=None) -> ContextualParams:
     """A contextual instance from arrays.
 
     Args:
       features: (L, K, d) every context's action features.
       theta: (d,) f*.
       probs: (L,) the context distribution (default uniform); non-negative, summing to 1.
+      obs_matrices: (L, K, m, d) every context's observation maps, padded with zero rows
+        (default: bandit feedback, M_a(c) = x_a(c)^T).
+      obs_mask: (L, K, m) bool, the real rows of the maps (default: the rows that are not
+        identically zero).
+      available: (L, K) bool, the actions each context offers (default: all); every context
+        offers at least one.
       sigma: the noise standard deviation (> 0).
       radius: S, the known bound on ||f*|| (default ||f*||).
       dtype: float dtype (default float64 under x64, else float32).
@@ -110,21 +172,29 @@ def from_contexts(features, theta, *, probs=None, sigma=1.0, radius=None, dtype=
     if theta.shape != (d,):
         raise V.ArgumentError("theta", f"{V.name('theta')} must have shape ({d},) to match the features, got "
                                        f"{tuple(theta.shape)}")
-    for name, x in (("features", features), ("theta", theta)):
-        if V.is_concrete(x) and not bool(jnp.all(jnp.isfinite(x))):
-            raise V.ArgumentError(name, f"{V.name(name)} must be finite (no NaN or inf)")
-    if probs is None:
-        probs = jnp.full((num_contexts,), 1.0 / num_contexts, dtype)
-    else:
-        probs = jnp.asarray(probs, dtype)
-        if probs.shape != (num_contexts,):
-            raise V.ArgumentError("probs", f"{V.name('probs')} must have shape ({num_contexts},), one probability "
-                                           f"per context, got {tuple(probs.shape)}")
-        if V.is_concrete(probs) and not (bool(jnp.all(probs >= 0)) and abs(float(jnp.sum(probs)) - 1.0) < 1e-6):
-            raise V.ArgumentError("probs", f"{V.name('probs')} must be non-negative and sum to 1")
+    if obs_matrices is None:
+        obs_matrices = features[:, :, None, :]
+    obs_matrices = jnp.asarray(obs_matrices, dtype)
+    if obs_matrices.ndim != 4 or obs_matrices.shape[:2] != (num_contexts, k) or obs_matrices.shape[3] != d:
+        raise V.ArgumentError("obs_matrices", f"{V.name('obs_matrices')} must be (contexts L, actions K, rows m, "
+                                              f"dimension d) = ({num_contexts}, {k}, m, {d}), got "
+                                              f"{tuple(obs_matrices.shape)}")
+    if obs_mask is None:
+        obs_mask = jnp.any(obs_matrices != 0, axis=-1)
+    obs_mask = jnp.asarray(obs_mask, bool)
+    if obs_mask.shape != obs_matrices.shape[:3]:
+        raise V.ArgumentError("obs_mask", f"{V.name('obs_mask')} must have shape {obs_matrices.shape[:3]}, got "
+                                          f"{tuple(obs_mask.shape)}")
+    for name, x in (("features", features), ("theta", theta), ("obs_matrices", obs_matrices)):
+        _check_finite(name, x)
+    if available is not None:
+        available = _check_available(available, num_contexts, k)
+    probs = _check_probs(probs, num_contexts, dtype)
     V.check_positive("sigma", sigma)
     radius = jnp.linalg.norm(theta) if radius is None else V.check_positive("radius", radius)
-    contexts = jax.vmap(lambda x: _bandit_model(x, sigma, radius))(features)
+    contexts = jax.vmap(lambda x, m, mask, av: _context_model(x, m, mask, av, sigma, radius),
+                        in_axes=(0, 0, 0, None if available is None else 0))(
+        features, obs_matrices, obs_mask, available)
     model = jax.tree_util.tree_map(lambda x: x[0], contexts)
     return ContextualParams(model=model, contexts=contexts, probs=probs, theta=theta)
 
@@ -136,18 +206,21 @@ def _gaussian_features(key, num_contexts, num_actions, d, normalize, dtype):
     return x
 
 
-def _check_sizes(d, num_actions, num_contexts):
+def _check_sizes(d, num_actions, num_contexts, minimum_contexts=1):
     V.check_int("d", d, minimum=1)
     V.check_int("num_actions", num_actions, minimum=2)
-    V.check_int("num_contexts", num_contexts, minimum=1)
+    V.check_int("num_contexts", num_contexts, minimum=minimum_contexts)
 
 
 def random_contextual(key: jax.Array, d: int, num_actions: int, num_contexts: int, *, normalize: bool = True,
-                      sigma: float = 1.0, dtype=None) -> ContextualParams:
+                      sigma: float = 1.0, dtype=None) -> ContextualParams | FreshContextParams:
     """L = ``num_contexts`` contexts of ``num_actions`` actions with N(0, I) features in R^d
     (on the unit sphere with ``normalize``), f* uniform on the unit sphere (S = 1), contexts
-    uniform."""
-    _check_sizes(d, num_actions, num_contexts)
+    uniform; ``num_contexts=0``: a continuous context distribution, new features every round
+    (:func:`fresh_contextual`)."""
+    _check_sizes(d, num_actions, num_contexts, minimum_contexts=0)
+    if num_contexts == 0:
+        return fresh_contextual(key, d, num_actions, normalize=normalize, sigma=sigma, dtype=dtype)
     dtype = linear.default_dtype(dtype)
     k_x, k_theta = jax.random.split(key)
     theta = jax.random.normal(k_theta, (d,), dtype)
@@ -165,3 +238,102 @@ def authors_contextual(key: jax.Array, d: int, num_actions: int, num_contexts: i
     theta = jnp.zeros((d,), dtype).at[0].set(1.0)
     features = _gaussian_features(key, num_contexts, num_actions, d, normalize, dtype)
     return from_contexts(features, theta, sigma=sigma, radius=1.0, dtype=dtype)
+
+
+def revealing_contextual(key: jax.Array, d: int, num_actions: int, num_contexts: int, *, share: float = 0.5,
+                         sigma: float = 1.0, dtype=None) -> ContextualParams:
+    """Contexts in some of which an informative but costly action is offered.
+
+    Every context has K - 1 ordinary actions with unit-norm N(0, I) features and bandit
+    feedback, and the revealing action 0: its reward is that of the context's worst ordinary
+    action (the costliest play of the round) and it observes every action's reward, M_0(c) =
+    X(c) (the revealing semi-bandit's action, Appendix 'Experiments', in each context). It is
+    offered in the first ceil(``share`` L) contexts only; contexts are uniform and f* uniform on
+    the unit sphere (S = 1). The DEC weighs what the revealing action teaches against its cost
+    where it is offered; an optimistic index never picks it, as its reward is the round's
+    lowest.
+
+    Args:
+      key: PRNG key.
+      d: dimension (>= 1).
+      num_actions: K (>= 3): the revealing action and K - 1 ordinary ones.
+      num_contexts: L (>= 1).
+      share: the share of contexts that offer the revealing action, in (0, 1].
+      sigma: the noise standard deviation (> 0).
+      dtype: float dtype.
+    """
+    _check_sizes(d, num_actions, num_contexts)
+    if num_actions < 3:
+        raise V.ArgumentError("num_actions", f"{V.name('num_actions')} must be >= 3 (the revealing action and "
+                                             f"two ordinary ones), got {num_actions}")
+    share = float(share)
+    if not 0.0 < share <= 1.0:
+        raise V.ArgumentError("share", f"{V.name('share')} must be in (0, 1], got {share}")
+    dtype = linear.default_dtype(dtype)
+    k_x, k_theta = jax.random.split(key)
+    theta = jax.random.normal(k_theta, (d,), dtype)
+    theta = theta / jnp.linalg.norm(theta)
+    ordinary = _gaussian_features(k_x, num_contexts, num_actions - 1, d, True, dtype)
+    worst = jnp.argmin(ordinary @ theta, axis=1)
+    revealing = jnp.take_along_axis(ordinary, worst[:, None, None], axis=1)
+    features = jnp.concatenate([revealing, ordinary], axis=1)  # (L, K, d)
+    own = jnp.zeros((num_contexts, num_actions, num_actions, d), dtype).at[:, :, 0, :].set(features)
+    obs_matrices = own.at[:, 0].set(features)
+    offered = math.ceil(share * num_contexts)
+    available = jnp.ones((num_contexts, num_actions), bool).at[offered:, 0].set(False)
+    return from_contexts(features, theta, obs_matrices=obs_matrices, available=available, sigma=sigma, radius=1.0,
+                         dtype=dtype)
+
+
+class FreshContextParams(NamedTuple):
+    """A contextual linear bandit with a continuous context distribution: every round draws new
+    action features x_a ~ N(0, I_d), on the unit sphere where ``normalize`` is True.
+
+    Attributes:
+      model: a round's model (the first draw), the shapes every round's model has.
+      theta: (d,) f*.
+      normalize: () bool, whether the features are put on the unit sphere.
+    """
+
+    model: LinearModel
+    theta: jax.Array
+    normalize: jax.Array
+
+
+def _bandit_model(features, sigma, radius) -> LinearModel:
+    """A round's model with bandit feedback; its observable span of dimension d (static)."""
+    k, d = features.shape
+    return linear.assemble_model(features, features[:, None, :], jnp.ones((k, 1), bool), sigma, d, radius)
+
+
+def _fresh_features(key, num_actions, d, normalize, dtype):
+    x = jax.random.normal(key, (num_actions, d), dtype)
+    return jnp.where(normalize, x / jnp.linalg.norm(x, axis=-1, keepdims=True), x)
+
+
+def fresh_round(key: jax.Array, params: FreshContextParams, t: jax.Array) -> LinearEnvParams:
+    """Round t's instance: new features drawn with the round's ``key``, bandit feedback."""
+    del t
+    model = params.model
+    features = _fresh_features(key, model.num_actions, model.dim, params.normalize, model.features.dtype)
+    return LinearEnvParams(model=_bandit_model(features, model.sigma, model.radius), theta=params.theta)
+
+
+#: The environment of instances with a continuous context distribution.
+FRESH_ENVIRONMENT = Environment(observe=linear.observe, mean_rewards=linear.mean_rewards, model=_model,
+                                context=fresh_round)
+
+
+def fresh_contextual(key: jax.Array, d: int, num_actions: int, *, normalize: bool = True, sigma: float = 1.0,
+                     dtype=None) -> FreshContextParams:
+    """A contextual linear bandit whose every round has new N(0, I_d) action features (unit norm
+    with ``normalize``), bandit feedback, f* uniform on the unit sphere (S = 1)."""
+    _check_sizes(d, num_actions, 1)
+    V.check_positive("sigma", sigma)
+    dtype = linear.default_dtype(dtype)
+    k_x, k_theta = jax.random.split(key)
+    theta = jax.random.normal(k_theta, (d,), dtype)
+    theta = theta / jnp.linalg.norm(theta)
+    flag = jnp.asarray(bool(normalize))
+    features = _fresh_features(k_x, num_actions, d, flag, dtype)
+    return FreshContextParams(model=_bandit_model(features, sigma, jnp.ones((), dtype)), theta=theta, normalize=flag)

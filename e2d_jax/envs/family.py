@@ -6,25 +6,30 @@ Python ``isinstance`` at trace time and costs nothing at run time.
 """
 from __future__ import annotations
 
-from e2d_jax.envs import contextual, finite, linear, preference
+from e2d_jax.envs import contextual, datasets, finite, linear, preference
 from e2d_jax.types import Environment
 
 #: The families and their instance (params) and model types.
 FAMILIES = ("linear", "finite")
-_PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite", contextual.ContextualParams: "linear"}
+_PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite", contextual.ContextualParams: "linear",
+           contextual.FreshContextParams: "linear", datasets.DatasetParams: "linear"}
 _MODELS = {linear.LinearModel: "linear", finite.FiniteModel: "finite"}
 _ENVIRONMENTS = {"linear": linear.ENVIRONMENT, "finite": finite.ENVIRONMENT}
-_LIBRARY_ENVIRONMENTS = (linear.ENVIRONMENT, finite.ENVIRONMENT, preference.ENVIRONMENT, contextual.ENVIRONMENT)
+#: The library's environments of the instance types with their own (``_own_environment``).
+_OWN = {preference.PreferenceEnvParams: preference.ENVIRONMENT, contextual.ContextualParams: contextual.ENVIRONMENT,
+        contextual.FreshContextParams: contextual.FRESH_ENVIRONMENT, datasets.DatasetParams: datasets.ENVIRONMENT}
+_NAMES = {id(linear.ENVIRONMENT): "linear", id(finite.ENVIRONMENT): "finite", id(preference.ENVIRONMENT): "preference",
+          id(contextual.ENVIRONMENT): "contextual", id(contextual.FRESH_ENVIRONMENT): "contextual",
+          id(datasets.ENVIRONMENT): "dataset"}
 
 
 def _own_environment(params, family: str) -> Environment:
     """The library environment of an instance of ``family``: preference instances (a linear
-    family with Bernoulli feedback) and contextual ones (a linear instance drawn every round)
-    have their own."""
-    if isinstance(params, preference.PreferenceEnvParams):
-        return preference.ENVIRONMENT
-    if isinstance(params, contextual.ContextualParams):
-        return contextual.ENVIRONMENT
+    family with Bernoulli feedback), contextual ones and datasets (a linear instance drawn
+    every round) have their own."""
+    for cls, env in _OWN.items():
+        if isinstance(params, cls):
+            return env
     return _ENVIRONMENTS[family]
 
 
@@ -59,9 +64,8 @@ def environment_of(params, env: Environment | None = None) -> Environment:
             raise ValueError(f"env must be an e2d_jax.Environment (or None to infer it from params), "
                              f"got {type(env).__name__}")
         own = None if family is None else _own_environment(params, family)
-        if own is not None and env is not own and env in _LIBRARY_ENVIRONMENTS:
-            other = {id(linear.ENVIRONMENT): "linear", id(finite.ENVIRONMENT): "finite",
-                     id(preference.ENVIRONMENT): "preference", id(contextual.ENVIRONMENT): "contextual"}[id(env)]
+        if own is not None and env is not own and id(env) in _NAMES:
+            other = _NAMES[id(env)]
             raise ValueError(f"env: the {other} environment cannot run {type(params).__name__} (a {family} "
                              "instance); leave env out and it is inferred from params")
         return env

@@ -123,6 +123,12 @@ class LinearModel(NamedTuple):
         for instances built from arrays.
       span: the model class in a basis of its observable span (see :class:`ObservableSpan`),
         precomputed once so that agents never redo it per round.
+      available: None (every action may be played), or (K,) bool: the actions this round
+        offers (a context's action set, :mod:`e2d_jax.envs.contextual`). An unavailable action
+        carries a copy of the first available action's features and observation map
+        (:func:`offer`), so every program over the K actions is the program over the available
+        ones, and an agent maps its choice back with :func:`playable`; playing an unavailable
+        action invalidates the seed.
     """
 
     features: jax.Array
@@ -132,6 +138,7 @@ class LinearModel(NamedTuple):
     sigma: jax.Array
     radius: jax.Array
     span: ObservableSpan
+    available: jax.Array | None = None
 
     @property
     def num_actions(self) -> int:
@@ -197,6 +204,30 @@ def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius) -> Lin
         radius=jnp.asarray(radius, dtype=features.dtype),
         span=observable_span(features, grams, rank=rank),
     )
+
+
+def offer(model: LinearModel, available) -> LinearModel:
+    """The model of a round that offers only the actions ``available`` ((K,) bool, at least one
+    True): every unavailable action gets the first available action's features, observation
+    map and Gram matrix, and the observable span is taken again in the same basis.
+    Traceable."""
+    available = jnp.asarray(available, bool)
+    first = jnp.argmax(available)
+    source = jnp.where(available, jnp.arange(available.shape[0]), first)
+    features, grams = model.features[source], model.grams[source]
+    return model._replace(features=features, obs_matrices=model.obs_matrices[source],
+                          obs_mask=model.obs_mask[source], grams=grams,
+                          span=observable_span(features, grams, basis=model.span.basis), available=available)
+
+
+def playable(model, action: jax.Array) -> jax.Array:
+    """``action``, or the first available action where the model's round does not offer
+    ``action`` (an unavailable action is a copy of that one, see :func:`offer`); ``action``
+    itself for a model without an availability mask. What the library's agents play."""
+    available = getattr(model, "available", None)
+    if available is None:
+        return action
+    return jnp.where(available[action], action, jnp.argmax(available)).astype(action.dtype)
 
 
 def _check_sizes(d, num_actions):

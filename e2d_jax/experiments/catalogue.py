@@ -13,9 +13,10 @@ import functools
 
 from e2d_jax.agents import e2d, e2d_finite, e2d_linear
 from e2d_jax.agents.ids import finite_ids, ids, linear_ids
+from e2d_jax.agents.oracle import epsilon_greedy, squarecb
 from e2d_jax.agents.ts import posterior_sampling, thompson_sampling
 from e2d_jax.agents.ucb import ucb
-from e2d_jax.envs import contextual, dueling, finite, linear, preference, zoo
+from e2d_jax.envs import contextual, datasets, dueling, finite, linear, preference, zoo
 from e2d_jax.experiments.registry import AGENTS, RegisteredAgent, register_env, tokens
 
 # --------------------------------------------------------------------------------------
@@ -106,12 +107,36 @@ register_env("contextual-linear", lambda key, d=3, arms=10, contexts=10, normali
              contextual.random_contextual(key, d, arms, contexts, normalize=normalize, sigma=sigma, dtype=dtype),
              family="linear",
              help="a contextual linear bandit: every round one of `contexts` contexts, uniformly, each with its own "
-                  "N(0,I) action features (unit norm with normalize), f* uniform on the sphere (d=3, K=10, 10 contexts)")
+                  "N(0,I) action features (unit norm with normalize), f* uniform on the sphere; contexts=0: new "
+                  "features every round (d=3, K=10, 10 contexts)")
 register_env("contextual-authors", lambda key, d=3, arms=10, contexts=3, normalize=False, sigma=1.0, dtype=None:
              contextual.authors_contextual(key, d, arms, contexts, normalize=normalize, sigma=sigma, dtype=dtype),
              family="linear",
              help="the authors' contextual_simple_bandit: contexts drawn uniformly, each with N(0,1) action "
                   "features, f* = e1 (d=3, K=10, 3 contexts)")
+register_env("contextual-revealing", lambda key, d=3, arms=10, contexts=10, share=0.5, sigma=1.0, dtype=None:
+             contextual.revealing_contextual(key, d, arms, contexts, share=share, sigma=sigma, dtype=dtype),
+             family="linear",
+             help="contexts in a share of which a costly revealing action (action 0: the round's worst reward, observes "
+                  "every action's) is offered; unit-norm N(0,I) features, bandit feedback otherwise (d=3, K=10, 10 "
+                  "contexts, share 0.5)")
+
+
+def _dataset(name):
+    def build(key, dims=datasets.DEFAULT_DIMS, dtype=None):
+        del key  # every instance is the dataset; each seed draws its own order of the rows
+        return datasets.classification(name, dims=dims, dtype=dtype, argument="env")
+
+    return build
+
+
+for _name in datasets.DATASETS:
+    register_env(f"data-{_name}", _dataset(_name), family="linear",
+                 help=f"scikit-learn's {_name} dataset as a contextual bandit: a row per round in the seed's order, a "
+                      f"label per action, reward 1 for the row's label; standardised features, {datasets.DEFAULT_DIMS} "
+                      f"principal components and a constant, one linear model per label (needs "
+                      f"{datasets.INSTALL})")
+
 register_env("apple-tasting", lambda key, models=19, dtype=None: zoo.apple_tasting(key, models=models, dtype=dtype),
              family="finite", help="apple tasting, a locally observable partial-monitoring game (M=19)")
 register_env("label-efficient", lambda key, models=19, dtype=None: zoo.label_efficient(key, models=models, dtype=dtype),
@@ -156,6 +181,11 @@ _agent("ucb", {"linear": ucb, "finite": ucb},
 _agent("ts", {"linear": thompson_sampling, "finite": thompson_sampling},
        "Thompson sampling with the ridge Gaussian posterior (finite: linear view)")
 _agent("ts-finite", {"finite": posterior_sampling}, "Thompson sampling on the finite class (EWA posterior, eta = 1)")
+_agent("squarecb", {"linear": squarecb, "finite": squarecb},
+       "inverse gap weighting on a least-squares oracle (SquareCB, Foster and Rakhlin 2020): gamma_t = gamma_scale "
+       "sqrt(t), gamma_scale = 10 (finite: linear view)")
+_agent("epsilon-greedy", {"linear": epsilon_greedy, "finite": epsilon_greedy},
+       "epsilon-greedy on a least-squares oracle, epsilon = 0.05 (finite: linear view)")
 _agent("ids", {"linear": linear_ids, "finite": finite_ids},
        "information-directed sampling: directed information gain and difference gaps on linear models, Bayesian "
        "(EWA posterior, variance gain) on finite classes (linear: @worst-case, @value, @fast joined by '+')",

@@ -13,9 +13,13 @@ quantity the paper plots), summed with Kahan compensation so float32 runs of 10^
 not drift.
 
 Contexts: an environment with ``context`` (:class:`~e2d_jax.types.Environment`) draws round
-t's instance from ``fold_in(key_obs, CONTEXT_STREAM)``; the agent acts and updates on that
-instance's model and the round's gap is the played action's in it. Without ``context`` a
-round runs exactly as it did before contexts existed (the same keys, the same program).
+t's instance from ``fold_in(key_obs, CONTEXT_STREAM)`` and t; the agent acts and updates on
+that instance's model and the round's gap is the played action's in it, against the round's
+best available action (a linear model's ``available`` mask, :class:`~e2d_jax.envs.linear.LinearModel`);
+an action the round's model marks unavailable is recorded as a round with
+``Status.INVALID_ACTION``. An environment with ``reset`` draws the seed's instance once, from
+``fold_in(key_init, RESET_STREAM)``, before the first round. Without ``context`` and ``reset``
+a round runs exactly as it did before contexts existed (the same keys, the same program).
 
 The interaction contract (:class:`~e2d_jax.types.Agent`) is checked twice. Before anything
 runs, :func:`check_agent` traces one round abstractly (``jax.eval_shape``) and refuses, with
@@ -60,6 +64,9 @@ INSTANCE_STREAM = 0x494E5354  # "INST"
 #: The tag folded into a round's observation key to draw the round's context (environments
 #: with ``context``; see :class:`~e2d_jax.types.Environment`).
 CONTEXT_STREAM = 0x43545854  # "CTXT"
+#: The tag folded into a run's init key to draw the seed's instance (environments with
+#: ``reset``).
+RESET_STREAM = 0x52535400  # "RST"
 
 #: Rounds whose keys are derived together (see ``rollout``).
 KEY_BLOCK = 32
@@ -121,6 +128,24 @@ def record_rounds(horizon: int, record_every: int) -> np.ndarray:
     return rounds.astype(np.int64)
 
 
+def seed_instances(params: PyTree, num_seeds: int, *, seed: int = 0, first_seed: int = 0,
+                   env: Environment | None = None) -> PyTree:
+    """The instance each of seeds ``first_seed, ..., first_seed + num_seeds - 1`` of a
+    simulation with master seed ``seed`` runs on: ``env.reset``'s draw from the seed's key
+    stream (e.g. the order of a dataset's rows), stacked along a leading seed axis; ``params``
+    itself for every seed of an environment without ``reset``."""
+    env = environment_of(params, env)
+    keys = run_keys(seed, np.arange(first_seed, first_seed + V.check_int("num_seeds", num_seeds, minimum=1)))
+
+    def one(key):
+        key_init, _ = jax.random.split(key)
+        if env.reset is None:
+            return params
+        return env.reset(jax.random.fold_in(key_init, RESET_STREAM), params)
+
+    return jax.vmap(one)(keys)
+
+
 def check_run_args(horizon, record_every) -> tuple[int, int]:
     horizon = V.check_int("horizon", horizon, minimum=1)
     record_every = V.check_int("record_every", record_every, minimum=1)
@@ -172,11 +197,13 @@ def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: 
         if not isinstance(made, Agent):
             raise ValueError(f"agent must be an e2d_jax.Agent (from a factory such as e2d_jax.ucb()), got "
                              f"{type(made).__name__}")
-        model = env.model(params)
         key_init, key_act, key_obs = jax.random.split(key, 3)
+        if env.reset is not None:
+            params = _check_reset(params, env.reset(jax.random.fold_in(key_init, RESET_STREAM), params))
+        model = env.model(params)
         state = made.init(key_init, model)
         if env.context is not None:
-            params = env.context(jax.random.fold_in(key_obs, CONTEXT_STREAM), params)
+            params = env.context(jax.random.fold_in(key_obs, CONTEXT_STREAM), params, jnp.ones((), jnp.int32))
             model = _check_round_model(model, env.model(params))
         action, new_state, info = made.act(key_act, state, model)
         check_step_outputs(action, info)
@@ -192,6 +219,17 @@ def check_agent(agent, params: PyTree, env: Environment | None = None, hparams: 
         if sig != signature[0] or leaves != first:
             raise ValueError(f"{name} must return a state with the structure, shapes and dtypes of agent.init's "
                              f"(lax.scan carries it): init gave {signature[0]} {first}, {name} gave {sig} {leaves}")
+
+
+def _check_reset(params, seed_params):
+    """The seed's instance from ``env.reset``, if it has the structure, shapes and dtypes of
+    ``params``; a ValueError otherwise."""
+    sig = [jax.tree_util.tree_structure(p) for p in (params, seed_params)]
+    leaves = [[(x.shape, x.dtype) for x in jax.tree_util.tree_leaves(p)] for p in (params, seed_params)]
+    if sig[0] != sig[1] or leaves[0] != leaves[1]:
+        raise ValueError(f"env.reset must return an instance with the structure, shapes and dtypes of params: "
+                         f"params is {sig[0]} {leaves[0]}, env.reset gave {sig[1]} {leaves[1]}")
+    return seed_params
 
 
 def _check_round_model(model, round_model):
@@ -216,17 +254,35 @@ class _RoundCarry(NamedTuple):
     stats: SolverStats  # per-status round counts and the certified-gap histogram
 
 
-def _play(agent: Agent, env: Environment, params, model, gap, carry: _RoundCarry, keys):
+def available_actions(model) -> jax.Array | None:
+    """The (K,) bool mask of the actions a model lets the agent play this round (a linear
+    model's ``available``), or None when every action is."""
+    return getattr(model, "available", None)
+
+
+def action_gaps(means: jax.Array, model) -> jax.Array:
+    """(K,) the round's gaps: the best available action's mean reward minus each action's."""
+    available = available_actions(model)
+    if available is None:
+        return jnp.max(means) - means
+    return jnp.max(jnp.where(available, means, -jnp.inf)) - means
+
+
+def _play(agent: Agent, env: Environment, params, model, gap, carry: _RoundCarry, round_):
     """One round: the agent acts, the environment answers, the agent updates; the round's gap
     is added to the regret and its status and certified gap counted. Returns ``(carry, info)``."""
-    key_act, key_obs = keys
+    _, (key_act, key_obs) = round_
     num_actions = gap.shape[0]
     action, state, info = agent.act(key_act, carry.state, model)
     check_step_outputs(action, info)
-    # An action outside [0, K) invalidates the seed (its status says why); the environment and
-    # the bookkeeping see it clipped so that no index is out of range.
+    # An action outside [0, K), or one the round does not offer, invalidates the seed (its
+    # status says why); the environment and the bookkeeping see it clipped so that no index is
+    # out of range.
     out_of_range = (action < 0) | (action >= num_actions)
     action = jnp.clip(action, 0, num_actions - 1).astype(jnp.int32)
+    available = available_actions(model)
+    if available is not None:
+        out_of_range = out_of_range | ~available[action]
     status = jnp.where(out_of_range, Status.INVALID_ACTION, info.status)
     obs = env.observe(key_obs, params, action)
     state = agent.update(state, action, obs, model)
@@ -242,13 +298,15 @@ def _play(agent: Agent, env: Environment, params, model, gap, carry: _RoundCarry
                        SolverStats(status_counts, hist)), info
 
 
-def _play_in_context(agent: Agent, env: Environment, params, carry: _RoundCarry, keys):
-    """One round of an environment with contexts: the round's instance is drawn from the
+def _play_in_context(agent: Agent, env: Environment, params, carry: _RoundCarry, round_):
+    """One round of an environment with contexts: round t's instance is drawn from t and the
     round's observation key (folded with ``CONTEXT_STREAM``), then :func:`_play` on it, its
-    regret against the round's best action."""
-    round_params = env.context(jax.random.fold_in(keys[1], CONTEXT_STREAM), params)
-    means = env.mean_rewards(round_params)
-    return _play(agent, env, round_params, env.model(round_params), jnp.max(means) - means, carry, keys)
+    regret against the round's best available action."""
+    t, (_, key_obs) = round_
+    round_params = env.context(jax.random.fold_in(key_obs, CONTEXT_STREAM), params, t)
+    model = env.model(round_params)
+    return _play(agent, env, round_params, model, action_gaps(env.mean_rewards(round_params), model), carry,
+                 round_)
 
 
 def _recorded_blocks(play, key_rounds, carry, horizon: int, record_every: int):
@@ -259,7 +317,7 @@ def _recorded_blocks(play, key_rounds, carry, horizon: int, record_every: int):
         # The keys of up to KEY_BLOCK rounds in one batched draw (the same keys as one round at
         # a time: threefry hashes each counter on its own), so a round runs no key derivation.
         keys = jax.vmap(lambda t: tuple(jax.random.split(jax.random.fold_in(key_rounds, t))))(ts)
-        carry, infos = lax.scan(play, carry, keys)
+        carry, infos = lax.scan(play, carry, (ts, keys))
         return carry, jax.tree_util.tree_map(lambda x: x[-1], infos)
 
     def block(carry, ts):
@@ -312,16 +370,19 @@ def rollout(
     horizon, record_every = check_run_args(horizon, record_every)
     env = environment_of(params, env)
     key_init, key_rounds = jax.random.split(key)
+    if env.reset is not None:
+        params = env.reset(jax.random.fold_in(key_init, RESET_STREAM), params)
     model = env.model(params)
-    means = env.mean_rewards(params)
-    gap = jnp.max(means) - means
+    if env.context is None:
+        gap = action_gaps(env.mean_rewards(params), model)
+        play = functools.partial(_play, agent, env, params, model, gap)
+    else:
+        # The rounds' rewards have one shape and dtype (check_agent checks the rounds' models).
+        gap = jax.eval_shape(lambda: env.mean_rewards(env.context(key_rounds, params, jnp.ones((), jnp.int32))))
+        play = functools.partial(_play_in_context, agent, env, params)
     zero = jnp.zeros((), gap.dtype)
     stats = SolverStats(jnp.zeros((NUM_STATUS,), jnp.int32), jnp.zeros((NUM_GAP_BINS,), jnp.int32))
     carry = _RoundCarry(agent.init(key_init, model), zero, zero, jnp.zeros(gap.shape, jnp.int32), stats)
-    if env.context is None:
-        play = functools.partial(_play, agent, env, params, model, gap)
-    else:
-        play = functools.partial(_play_in_context, agent, env, params)
     carry, regret, info = _recorded_blocks(play, key_rounds, carry, horizon, record_every)
     invalid = carry.stats.status_counts[Status.NONFINITE] + carry.stats.status_counts[Status.INVALID_ACTION]
     return RolloutResult(regret=regret, action_counts=carry.counts, invalid_rounds=invalid, solver=carry.stats,
