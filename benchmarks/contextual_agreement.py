@@ -38,7 +38,7 @@ the instance with ``e2d_jax.envs.contextual.from_contexts``, and
   state updated with their action and observation) and reports the largest relative differences
   of the IDS distribution's ratio, expected gap estimate and expected information gain (every
   round), of the gap estimates and information gains (the rounds the trace keeps them: the first
-  50 and every 10th), the total variation between the two IDS distributions and the rounds whose
+  20 and every 25th; kept to 12 significant digits, as the trace's ratios and expectations), the total variation between the two IDS distributions and the rounds whose
   winners differ;
 * per seed: runs the matching agent with ``e2d.simulate`` for ``--seeds`` seeds and prints both
   mean final regrets with their 95% CIs (1.96 standard errors) and whether each mean lies in
@@ -105,6 +105,8 @@ import json, sys
 import numpy as np
 import pm.main as M
 
+g12 = lambda v: float('%.12g' % v)
+
 def traced(game_factory, strategy_factory, **params):
     game, instance = game_factory(**params)
     strategy = strategy_factory(game, **params)
@@ -134,11 +136,12 @@ def traced(game_factory, strategy_factory, **params):
         strategy.add_observations(x, y, context)
         r, i, j, p = best
         out['context'].append(int(context)); out['action'].append(int(x)); out['observation'].append(float(y[0]))
-        out['winner'].append(w); out['i'].append(int(i)); out['j'].append(int(j)); out['p'].append(float(p))
-        out['ratio'].append(float(r)); out['expected_gap'].append(float((1 - p) * gaps[i] + p * gaps[j]))
-        out['expected_info'].append(float((1 - p) * info[i] + p * info[j]))
-        if t < 50 or (t + 1) % 10 == 0:
-            out['vector_rounds'].append(t + 1); out['gaps'].append(gaps.tolist()); out['info'].append(info.tolist())
+        out['winner'].append(w); out['i'].append(int(i)); out['j'].append(int(j)); out['p'].append(g12(p))
+        out['ratio'].append(g12(r)); out['expected_gap'].append(g12((1 - p) * gaps[i] + p * gaps[j]))
+        out['expected_info'].append(g12((1 - p) * info[i] + p * info[j]))
+        if t < 20 or (t + 1) % 25 == 0:
+            out['vector_rounds'].append(t + 1)
+            out['gaps'].append([g12(v) for v in gaps]); out['info'].append([g12(v) for v in info])
     out['final_regret'] = float(total)
     print(json.dumps(out))
 
@@ -248,6 +251,7 @@ def run_authors(args):
                       flush=True)
                 if args.trace and OURS[label] is not None and (seed, l) == (args.instance_seeds[0], args.l[0]):
                     trace = _authors_trace(args, label, seed, l)
+                    trace["cli_final_regret"] = run["final_regret"][0]
                     store["traces"] = [r for r in store["traces"] if not (r["config"] == label and where(r))] + [trace]
                     print(f"  traced run (force_seed 1): final regret {trace['final_regret']:.6f}, their command's "
                           f"{run['final_regret'][0]:.6f}", flush=True)
@@ -345,7 +349,8 @@ def compare(args):
               f"distributions {worst['distribution_tv']:.1e}; winner mismatches {worst['winner_mismatches']} "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
         out["replays"].append(dict(config=trace["config"], instance_seed=trace["instance_seed"], l=trace["l"],
-                                   force_seed=trace["force_seed"], traced_final_regret=trace["final_regret"], **worst))
+                                   force_seed=trace["force_seed"], traced_final_regret=trace["final_regret"],
+                                   cli_final_regret=trace.get("cli_final_regret"), **worst))
     print(f"{'config':17s} {'seed':>4s} {'l':>2s} {'n':>5s}  {'pm-ids':34s} {'e2d_jax':34s} agree")
     fmt = lambda m, lo, hi, s: f"{m:7.2f} [{lo:7.2f}, {hi:7.2f}] ({s})"
     for run in ref["runs"]:

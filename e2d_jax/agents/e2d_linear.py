@@ -29,12 +29,14 @@ the programs with Delta_f are infinite unless every reward lies in the observabl
 gaps Delta are refused nowhere (docs: Linear partial monitoring).
 
 Solver: a value or name of :mod:`e2d_jax.dec.solvers`, warm-started from the previous
-round's (mu, omega) every round. Anytime-E2D's default :data:`AGENT_SOLVER` (``"tracking"``)
+round's (mu, omega) where the round's model is the previous round's, started cold where it is
+not (a context changed the model: the other context's solution is a worse start, and needs
+more steps, than uniform mixtures). Anytime-E2D's default :data:`AGENT_SOLVER` (``"tracking"``)
 is mirror-prox on the exact form: since f_hat moves little between rounds, a few
 warm-started iterations track the solution (the incremental scheme the paper's conclusion
 asks for), continued while the round is not certified to 5%. Fixed-horizon E2D's
 :data:`E2D_SOLVER` is an interior-point method (warm-started, until certified to 1e-3, at
-most 10 iterations a round): on its program mirror-prox needs hundreds of steps in a
+most 20 iterations a round): on its program mirror-prox needs hundreds of steps in a
 quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
 solver's tolerance; docs: Concepts, 'Round statuses') and the simulator summarises it per
 seed. ``"paper"`` is the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point
@@ -84,6 +86,24 @@ class E2DState(NamedTuple):
     estimate: ridge.RidgeState | logistic.LogisticState  # by the model's feedback (agents.estimation)
     warm: WarmStart  # last round's (mu (K,), omega (K,), step ()): the warm start
     t: jax.Array  # () int32, rounds played so far
+    model_key: jax.Array  # () float, model_key of the model the warm start was solved on
+
+
+def model_key(model: LinearModel) -> jax.Array:
+    """A number that tells a round's model from another (a fixed weighted sum of the span's
+    features and Gram matrices): a warm start solved on another model (the previous round's
+    context) is a worse start than a cold one, so the agents start cold when it changes."""
+    span = model.span
+    values = jnp.concatenate([span.features.reshape(-1), span.grams.reshape(-1)])
+    weights = jnp.cos(jnp.arange(values.shape[0], dtype=values.dtype))
+    return jnp.sum(values * weights)
+
+
+def _warm_start(state: E2DState, key: jax.Array, model: LinearModel) -> WarmStart:
+    """The last round's solution where the model is the same, a cold start where it is not."""
+    cold = WarmStart.cold(model.num_actions, dtype=model.features.dtype)
+    same = key == state.model_key
+    return jax.tree_util.tree_map(lambda warm, fresh: jnp.where(same, warm, fresh), state.warm, cold)
 
 
 def _divergence_scale(divergence, sigma):
@@ -114,8 +134,8 @@ def _init(reg, name):
         del key
         check_linear_model(model, name)
         dtype = model.features.dtype
-        return E2DState(estimation.init(model, reg),
-                        WarmStart.cold(model.num_actions, dtype=dtype), jnp.zeros((), jnp.int32))
+        return E2DState(estimation.init(model, reg), WarmStart.cold(model.num_actions, dtype=dtype),
+                        jnp.zeros((), jnp.int32), model_key(model))
 
     return init
 
@@ -176,7 +196,8 @@ def anytime_e2d(
         dtype = model.features.dtype
         eps2 = jnp.asarray(schedules.evaluate(eps2_schedule, eps2_scale, t.astype(dtype), model), dtype)
         scale = _divergence_scale(divergence, model.sigma)
-        span = model.span
+        span, mkey = model.span, model_key(model)
+        state = state._replace(warm=_warm_start(state, mkey, model), model_key=mkey)
         res, warm = dec_linear.solve_acdec(span, state.estimate.f_hat @ span.basis, eps2 * scale, solver,
                                            state.warm, gap_type)
         action, warm = _play(key, state, res, warm, model)
@@ -229,7 +250,8 @@ def fixed_horizon_e2d(
 
     def act(key, state, model):
         scale = _divergence_scale(divergence, model.sigma)
-        span = model.span
+        span, mkey = model.span, model_key(model)
+        state = state._replace(warm=_warm_start(state, mkey, model), model_key=mkey)
         lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
         res, warm = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_t / scale, solver,
                                             state.warm, gap_type)

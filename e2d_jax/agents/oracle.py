@@ -82,6 +82,23 @@ def _agent(name, factory, probabilities, numbers: dict, reg) -> Agent:
                  config=AgentSpec.of(factory, (*numbers, "reg"), **numbers, reg=reg))
 
 
+def inverse_gap_weights(y: jax.Array, offered: jax.Array, gamma) -> jax.Array:
+    """(K,) SquareCB's distribution: p_a = 1 / (K_t + gamma (y_b - y_a)) on the offered actions
+    a != b, the rest on b = argmax of ``y`` among the offered ones (ties to the lowest index),
+    0 on actions not offered.
+
+    Args:
+      y: (K,) predicted rewards.
+      offered: (K,) bool, the actions offered (at least one).
+      gamma: the learning rate gamma >= 0.
+    """
+    best = jnp.argmax(jnp.where(offered, y, -jnp.inf))
+    k = jnp.sum(offered).astype(y.dtype)
+    p = jnp.where(offered, 1.0 / (k + gamma * jnp.maximum(y[best] - y, 0.0)), 0.0)
+    p = p.at[best].set(0.0)
+    return p.at[best].set(1.0 - jnp.sum(p))
+
+
 def squarecb(*, gamma_scale=10.0, reg=1.0) -> Agent:
     """Inverse gap weighting with a least-squares oracle (SquareCB; see the module docstring).
 
@@ -96,12 +113,8 @@ def squarecb(*, gamma_scale=10.0, reg=1.0) -> Agent:
     V.check_positive("reg", reg)
 
     def probabilities(y, offered, best, t):
-        gamma = gamma_scale * jnp.sqrt(t)
-        k = jnp.sum(offered).astype(y.dtype)
-        gap = jnp.maximum(y[best] - y, 0.0)
-        p = jnp.where(offered, 1.0 / (k + gamma * gap), 0.0)
-        p = p.at[best].set(0.0)
-        return p.at[best].set(1.0 - jnp.sum(p))
+        del best
+        return inverse_gap_weights(y, offered, gamma_scale * jnp.sqrt(t))
 
     return _agent("squarecb", squarecb, probabilities, {"gamma_scale": gamma_scale}, reg)
 
@@ -119,7 +132,7 @@ def epsilon_greedy(*, epsilon=0.05, reg=1.0) -> Agent:
     if V.is_concrete(epsilon):
         try:
             value = float(epsilon)
-        except TypeError:
+        except (TypeError, ValueError):
             raise V.ArgumentError("epsilon", f"{V.name('epsilon')} must be a number in [0, 1], got "
                                              f"{epsilon!r}") from None
         if not 0.0 <= value <= 1.0:

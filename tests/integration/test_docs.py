@@ -85,7 +85,8 @@ def test_agent_names_are_paired_with_their_python_functions():
     shown = {name: re.fullmatch(r"\[`([^`]+)`\]\[[\w.]+\]", python).group(1) for name, python in rows.items()}
     assert shown == {"anytime-e2d": "e2d_jax.anytime_e2d", "e2d": "e2d_jax.fixed_horizon_e2d(horizon=n)",
                      "e2d-nN": "e2d_jax.fixed_horizon_e2d(horizon=N)", "ucb": "e2d_jax.ucb",
-                     "ts": "e2d_jax.thompson_sampling", "ts-finite": "e2d_jax.posterior_sampling", "ids": "e2d_jax.ids"}
+                     "ts": "e2d_jax.thompson_sampling", "ts-finite": "e2d_jax.posterior_sampling", "ids": "e2d_jax.ids",
+                     "squarecb": "e2d_jax.squarecb", "epsilon-greedy": "e2d_jax.epsilon_greedy"}
 
 
 def test_environment_names_are_paired_with_their_builders():

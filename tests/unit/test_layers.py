@@ -24,7 +24,7 @@ LAYERS = [
     ("e2d_jax.cli",),
 ]
 #: Imports inside a function that only defer an optional or heavy third-party dependency.
-DEFERRED_OK = {"ray", "tqdm.auto", "tqdm.std", "tomllib", "tomli"}
+DEFERRED_OK = {"ray", "sklearn", "tqdm.auto", "tqdm.std", "tomllib", "tomli"}
 
 
 def _modules():
