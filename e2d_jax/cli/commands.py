@@ -6,6 +6,7 @@
     e2d-jax reproduce sensitivity|candidates|linear-bounds [--instances N] [--seeds S] --out runs/claims
     e2d-jax reproduce horizons [--horizon N] [--seeds S] --out runs/horizons
     e2d-jax reproduce preferences [--families dueling,preference] [--horizon N] --out runs/preferences
+    e2d-jax reproduce contexts [--families digits,iris] [--horizon N] --out runs/contexts
     e2d-jax sweep sweeps/eps_constant.toml [--out DIR]
     e2d-jax plot DIR [--hparam eps2_scale]
 
@@ -59,7 +60,7 @@ from e2d_jax.experiments.figures import draw as draw_figures
 from e2d_jax.experiments.runner import collect_stored, run_sweep
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepError, SweepSpec, load_toml
 from e2d_jax.experiments.work import INTERRUPTED, Interrupted
-from e2d_jax.paper import horizons, linear_bounds, preferences, presets, zoo
+from e2d_jax.paper import contexts, horizons, linear_bounds, preferences, presets, zoo
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
 from e2d_jax.sim.results import FlaggedRoundsWarning, flagged_agents, flagged_message
@@ -306,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="the paper's experiments (Appendix E), Figure 1 and the claims",
                          formatter_class=_Formatter)
     rep.add_argument("experiment", choices=["exp1", "exp2", "all", "sensitivity", "candidates", "linear-bounds",
-                                            "zoo", "horizons", "preferences"],
+                                            "zoo", "horizons", "preferences", "contexts"],
                      help="exp1, exp2 or all (Figure 1); sensitivity: final regret against each algorithm's "
                           "hyperparameter on both shapes over random instances; candidates: what decides "
                           "Experiment 2, on the paper's and the authors' instance distributions; linear-bounds: "
@@ -315,11 +316,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "partial-monitoring games; horizons: Anytime-E2D, E2D, IDS, UCB and TS up to long "
                           "horizons on end-of-optimism and the revealing semi-bandit, with each one's growth exponent; "
                           "preferences: the same agents on duelling and preference (Bradley-Terry) feedback, with "
-                          "growth exponents and how often each plays an informative pair")
+                          "growth exponents and how often each plays an informative pair; contexts: the same agents "
+                          "and SquareCB and epsilon-greedy on contextual bandits and classification datasets")
     rep.add_argument("--seeds", type=_positive_int("--seeds"), default=None,
                      help="seeds per instance (default 100, as in the paper; sensitivity: 500 on exp1, 200 on "
                           "exp2; candidates: 20; zoo: 200; horizons: 1024 on an accelerator, 128 on a CPU; preferences: "
-                          f"{preferences.SEEDS})")
+                          f"{preferences.SEEDS}; contexts: {contexts.SEEDS})")
     rep.add_argument("--conventions", choices=list(CONVENTIONS), default="implementation",
                      help="information without the 1/2 of the Gaussian KL, as in the authors' code and the "
                           "library's default, or with it, as in the paper's text")
@@ -327,17 +329,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instances (seeds 0..N-1; default 1: one instance kept fixed, as in the paper; "
                           "sensitivity: 20; candidates: 100; linear-bounds: 100; zoo: 10 of each random family; horizons: "
                           "1, of the semi-bandit, end-of-optimism being one fixed instance; preferences: 1 of each "
-                          "random family)")
+                          "random family; contexts: instance 0 of each family)")
     rep.add_argument("--solver", choices=list(presets.REPRODUCE_SOLVERS), default=None,
                      help="the E2D agents' DEC solver, exp1/exp2/all only (default: each agent's own; paper: 100 "
                           "Frank-Wolfe steps on a 50-point grid; fast: 10 mirror-prox steps a round)")
     rep.add_argument("--horizon", type=_positive_int("--horizon"), default=None,
-                     help=f"horizons and preferences only: rounds n (default: {horizons.ACCELERATOR_HORIZON:,} on "
-                          f"an accelerator, {horizons.CPU_HORIZON:,} on a CPU; preferences: "
-                          f"{preferences.ACCELERATOR_HORIZON:,} and {preferences.CPU_HORIZON:,})")
+                     help=f"horizons, preferences and contexts only: rounds n (default: "
+                          f"{horizons.ACCELERATOR_HORIZON:,} on an accelerator, {horizons.CPU_HORIZON:,} on a CPU; "
+                          f"preferences: {preferences.ACCELERATOR_HORIZON:,} and {preferences.CPU_HORIZON:,}; contexts: "
+                          f"{contexts.ACCELERATOR_HORIZON:,} and {contexts.CPU_HORIZON:,})")
     rep.add_argument("--families", default=None,
-                     help=f"zoo and preferences only: comma-separated families to run (default: all of "
-                          f"{', '.join(zoo.FAMILIES)}; preferences: {', '.join(preferences.FAMILIES)})")
+                     help=f"zoo, preferences and contexts only: comma-separated families to run (default: all of "
+                          f"{', '.join(zoo.FAMILIES)}; preferences: {', '.join(preferences.FAMILIES)}; contexts: "
+                          f"{', '.join(contexts.FAMILIES)})")
     _common(rep, out_default=f"{RUNS}/reproduce")
 
     sw = sub.add_parser("sweep", help="run a sweep described by a TOML file", formatter_class=_Formatter)
@@ -514,7 +518,7 @@ def _reproduce_specs(args) -> list:
     families = None
     if args.families is not None:
         families = [f.strip() for f in args.families.split(",") if f.strip()]
-        known = preferences.FAMILIES if args.experiment == "preferences" else zoo.FAMILIES
+        known = {"preferences": preferences.FAMILIES, "contexts": contexts.FAMILIES}.get(args.experiment, zoo.FAMILIES)
         unknown = [f for f in families if f not in known]
         if unknown or not families:
             raise V.ArgumentError("families", f"{V.name('families')} must be a comma-separated list of {', '.join(known)}; "
@@ -609,6 +613,10 @@ def _dispatch(args) -> int:
             path = horizons.write_report(base)
             print("\n" + path.read_text())
             print(f"wrote {path}, {path.with_suffix('.json')} and {base / 'horizons.png'} (.pdf)")
+        if args.experiment == "contexts" and complete:
+            path = contexts.write_report(base)
+            print("\n" + path.read_text())
+            print(f"wrote {path}, {path.with_suffix('.json')} and {base / 'contexts.png'} (.pdf)")
         if args.experiment == "preferences" and complete:
             path = preferences.write_report(base)
             print("\n" + path.read_text())

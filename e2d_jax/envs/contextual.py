@@ -18,9 +18,10 @@ Two kinds of context distributions:
   model, with its observable span, is computed once when the instance is built, and a round
   picks one by index (:func:`from_contexts`, :func:`random_contextual`,
   :func:`authors_contextual`, :func:`revealing_contextual`);
-* a continuous distribution (:class:`FreshContextParams`): every round draws new action
-  features, x_a ~ N(0, I_d) (on the unit sphere with ``normalize``), and the round's model is
-  assembled from them (:func:`fresh_contextual`).
+* any distribution of one's own (:class:`DrawnContextParams`, :func:`from_draw`): a function
+  draws every round's instance, e.g. a continuous distribution that draws new action features
+  every round and assembles their model (:func:`fresh_contextual`: x_a ~ N(0, I_d), on the
+  unit sphere with ``normalize``).
 
 Builders:
 
@@ -213,7 +214,7 @@ def _check_sizes(d, num_actions, num_contexts, minimum_contexts=1):
 
 
 def random_contextual(key: jax.Array, d: int, num_actions: int, num_contexts: int, *, normalize: bool = True,
-                      sigma: float = 1.0, dtype=None) -> ContextualParams | FreshContextParams:
+                      sigma: float = 1.0, dtype=None) -> ContextualParams | DrawnContextParams:
     """L = ``num_contexts`` contexts of ``num_actions`` actions with N(0, I) features in R^d
     (on the unit sphere with ``normalize``), f* uniform on the unit sphere (S = 1), contexts
     uniform; ``num_contexts=0``: a continuous context distribution, new features every round
@@ -285,19 +286,81 @@ def revealing_contextual(key: jax.Array, d: int, num_actions: int, num_contexts:
                          dtype=dtype)
 
 
-class FreshContextParams(NamedTuple):
-    """A contextual linear bandit with a continuous context distribution: every round draws new
-    action features x_a ~ N(0, I_d), on the unit sphere where ``normalize`` is True.
+@jax.tree_util.register_pytree_node_class
+class DrawnContextParams:
+    """A contextual linear instance whose round is drawn by a function of one's own.
 
     Attributes:
-      model: a round's model (the first draw), the shapes every round's model has.
-      theta: (d,) f*.
-      normalize: () bool, whether the features are put on the unit sphere.
+      model: a round's model (the first round's draw with a fixed key), the shapes every
+        round's model has; what the learner is given before the first round.
+      data: a pytree of arrays the draw reads (f*, a context distribution's parameters, ...).
+      draw: ``draw(key, data, t) -> LinearEnvParams``, round t's instance (static: part of the
+        compiled program, not an array).
     """
 
-    model: LinearModel
-    theta: jax.Array
-    normalize: jax.Array
+    def __init__(self, model: LinearModel, data, draw):
+        self.model, self.data, self.draw = model, data, draw
+
+    def tree_flatten(self):
+        return (self.model, self.data), self.draw
+
+    @classmethod
+    def tree_unflatten(cls, draw, children):
+        return cls(*children, draw)
+
+    def __repr__(self) -> str:
+        return f"DrawnContextParams(draw={getattr(self.draw, '__name__', self.draw)!r}, model=..., data=...)"
+
+
+def drawn_round(key: jax.Array, params: DrawnContextParams, t: jax.Array) -> LinearEnvParams:
+    """Round t's instance: ``params.draw(key, params.data, t)``."""
+    return params.draw(key, params.data, t)
+
+
+#: The environment of instances drawn by a function of one's own (:func:`from_draw`).
+DRAWN_ENVIRONMENT = Environment(observe=linear.observe, mean_rewards=linear.mean_rewards, model=_model,
+                                context=drawn_round)
+
+
+def from_draw(draw, data=None, *, key: jax.Array | None = None) -> DrawnContextParams:
+    """A contextual linear instance from a function that draws each round's instance.
+
+    Args:
+      draw: ``draw(key, data, t) -> LinearEnvParams``: round t's instance (t an int32 scalar,
+        1 for the first round) drawn with the round's ``key`` (the seed's key stream), e.g. new
+        action features and their model (:func:`e2d_jax.envs.linear.assemble_model`, or
+        :func:`e2d_jax.linear_side_observation`) with f*; a round that offers only some actions
+        passes its model through :func:`e2d_jax.envs.linear.offer`. Every round's instance
+        must have the same structure, shapes and dtypes. Traceable (``jax.random``,
+        ``jax.numpy``).
+      data: a pytree of arrays ``draw`` reads (default None).
+      key: the key of the round that gives the shapes (default ``jax.random.key(0)``).
+
+    Returns:
+      :class:`DrawnContextParams`; ``e2d_jax.simulate`` and the command line (a builder that
+      returns it, by ``module:attribute``) run it like the library's own.
+    """
+    if not callable(draw):
+        raise V.ArgumentError("draw", f"{V.name('draw')} must be a function (key, data, t) -> LinearEnvParams, got "
+                                      f"{type(draw).__name__}")
+    key = jax.random.key(0) if key is None else key
+    first = draw(key, data, jnp.ones((), jnp.int32))
+    if not isinstance(first, LinearEnvParams):
+        raise V.ArgumentError("draw", f"{V.name('draw')} must return a round's instance, an "
+                                      f"e2d_jax.envs.linear.LinearEnvParams (a model and f*), got "
+                                      f"{type(first).__name__}")
+    model = first.model
+    _check_finite("draw", model.features)
+    available = model.available
+    if available is not None and V.is_concrete(available) and not bool(jnp.any(available)):
+        raise V.ArgumentError("draw", f"{V.name('draw')} returned a round that offers no action (its model's "
+                                      f"available mask is all False)")
+    return DrawnContextParams(model, data, draw)
+
+
+def _fresh_features(key, num_actions, d, normalize, dtype):
+    x = jax.random.normal(key, (num_actions, d), dtype)
+    return jnp.where(normalize, x / jnp.linalg.norm(x, axis=-1, keepdims=True), x)
 
 
 def _bandit_model(features, sigma, radius) -> LinearModel:
@@ -306,34 +369,25 @@ def _bandit_model(features, sigma, radius) -> LinearModel:
     return linear.assemble_model(features, features[:, None, :], jnp.ones((k, 1), bool), sigma, d, radius)
 
 
-def _fresh_features(key, num_actions, d, normalize, dtype):
-    x = jax.random.normal(key, (num_actions, d), dtype)
-    return jnp.where(normalize, x / jnp.linalg.norm(x, axis=-1, keepdims=True), x)
-
-
-def fresh_round(key: jax.Array, params: FreshContextParams, t: jax.Array) -> LinearEnvParams:
-    """Round t's instance: new features drawn with the round's ``key``, bandit feedback."""
+def _fresh_round(key, data, t):
+    """New N(0, I) features (``data["normalize"]``: on the unit sphere), bandit feedback."""
     del t
-    model = params.model
-    features = _fresh_features(key, model.num_actions, model.dim, params.normalize, model.features.dtype)
-    return LinearEnvParams(model=_bandit_model(features, model.sigma, model.radius), theta=params.theta)
-
-
-#: The environment of instances with a continuous context distribution.
-FRESH_ENVIRONMENT = Environment(observe=linear.observe, mean_rewards=linear.mean_rewards, model=_model,
-                                context=fresh_round)
+    theta = data["theta"]
+    features = _fresh_features(key, data["num_actions"].shape[0], theta.shape[0], data["normalize"], theta.dtype)
+    return LinearEnvParams(model=_bandit_model(features, data["sigma"], jnp.ones((), theta.dtype)), theta=theta)
 
 
 def fresh_contextual(key: jax.Array, d: int, num_actions: int, *, normalize: bool = True, sigma: float = 1.0,
-                     dtype=None) -> FreshContextParams:
-    """A contextual linear bandit whose every round has new N(0, I_d) action features (unit norm
-    with ``normalize``), bandit feedback, f* uniform on the unit sphere (S = 1)."""
+                     dtype=None) -> DrawnContextParams:
+    """A contextual linear bandit with a continuous context distribution: every round has new
+    N(0, I_d) action features (unit norm with ``normalize``), bandit feedback, f* uniform on
+    the unit sphere (S = 1). An instance of :func:`from_draw`."""
     _check_sizes(d, num_actions, 1)
     V.check_positive("sigma", sigma)
     dtype = linear.default_dtype(dtype)
     k_x, k_theta = jax.random.split(key)
     theta = jax.random.normal(k_theta, (d,), dtype)
-    theta = theta / jnp.linalg.norm(theta)
-    flag = jnp.asarray(bool(normalize))
-    features = _fresh_features(k_x, num_actions, d, flag, dtype)
-    return FreshContextParams(model=_bandit_model(features, sigma, jnp.ones((), dtype)), theta=theta, normalize=flag)
+    data = {"theta": theta / jnp.linalg.norm(theta), "normalize": jnp.asarray(bool(normalize)),
+            "sigma": jnp.asarray(sigma, dtype),
+            "num_actions": jnp.zeros((num_actions,), bool)}  # K as a static shape the draw reads
+    return from_draw(_fresh_round, data, key=k_x)

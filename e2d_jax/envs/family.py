@@ -12,14 +12,14 @@ from e2d_jax.types import Environment
 #: The families and their instance (params) and model types.
 FAMILIES = ("linear", "finite")
 _PARAMS = {linear.LinearEnvParams: "linear", finite.FiniteEnvParams: "finite", contextual.ContextualParams: "linear",
-           contextual.FreshContextParams: "linear", datasets.DatasetParams: "linear"}
+           contextual.DrawnContextParams: "linear", datasets.DatasetParams: "linear"}
 _MODELS = {linear.LinearModel: "linear", finite.FiniteModel: "finite"}
 _ENVIRONMENTS = {"linear": linear.ENVIRONMENT, "finite": finite.ENVIRONMENT}
 #: The library's environments of the instance types with their own (``_own_environment``).
 _OWN = {preference.PreferenceEnvParams: preference.ENVIRONMENT, contextual.ContextualParams: contextual.ENVIRONMENT,
-        contextual.FreshContextParams: contextual.FRESH_ENVIRONMENT, datasets.DatasetParams: datasets.ENVIRONMENT}
+        contextual.DrawnContextParams: contextual.DRAWN_ENVIRONMENT, datasets.DatasetParams: datasets.ENVIRONMENT}
 _NAMES = {id(linear.ENVIRONMENT): "linear", id(finite.ENVIRONMENT): "finite", id(preference.ENVIRONMENT): "preference",
-          id(contextual.ENVIRONMENT): "contextual", id(contextual.FRESH_ENVIRONMENT): "contextual",
+          id(contextual.ENVIRONMENT): "contextual", id(contextual.DRAWN_ENVIRONMENT): "contextual",
           id(datasets.ENVIRONMENT): "dataset"}
 
 

@@ -174,7 +174,8 @@ def _check_built(entry: RegisteredEnv, params):
         raise V.ArgumentError("env", f"{V.name('env')}: {entry.name} returned a {type(params).__name__}; an instance "
                                      "builder must return LinearEnvParams or FiniteEnvParams, as the library's "
                                      "builders do (e.g. e2d_jax.envs.linear.linear_side_observation or "
-                                     "e2d_jax.envs.finite.finite_class)")
+                                     "e2d_jax.envs.finite.finite_class), or a contextual instance "
+                                     "(e2d_jax.envs.contextual.from_contexts or from_draw)")
     if entry.family is not None and family != entry.family:
         raise V.ArgumentError("env", f"{V.name('env')}: {entry.name} is registered as {entry.family} but built a "
                                      f"{family} instance")

@@ -34,7 +34,7 @@ from e2d_jax import _checks as V
 from e2d_jax.envs.linear import LinearEnvParams
 from e2d_jax.experiments import registry
 from e2d_jax.experiments.spec import CONVENTIONS, SweepAgent, SweepSpec
-from e2d_jax.paper import horizons, preferences, zoo
+from e2d_jax.paper import contexts, horizons, preferences, zoo
 
 EXPERIMENTS = {
     "exp1": dict(d=3, arms=10, horizon=2000, tunings=(200, 500, 1000, 2000)),
@@ -189,6 +189,7 @@ REPRODUCE_DEFAULTS = {
     "zoo": {"seeds": None, "instances": None},
     "horizons": {"seeds": None, "instances": 1},
     "preferences": {"seeds": None, "instances": 1},
+    "contexts": {"seeds": None, "instances": 1},
 }
 #: The reproductions that take ``conventions`` and ``solver`` (the others measure both
 #: conventions and solvers themselves, or run every agent at its defaults).
@@ -206,16 +207,17 @@ def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int
 
     Args:
       experiment: ``"exp1"``, ``"exp2"``, ``"all"`` (both: Figure 1), ``"sensitivity"``,
-        ``"candidates"``, ``"zoo"``, ``"horizons"`` or ``"preferences"``.
+        ``"candidates"``, ``"zoo"``, ``"horizons"``, ``"preferences"`` or ``"contexts"``.
       seeds: seeds per instance.
       instances: instances (seeds 0..N-1).
       conventions: ``"implementation"`` or ``"paper-text"`` (the experiments only).
       solver: the E2D agents' solver (the experiments only; None: each agent's own):
         ``"paper"``, ``"fast"`` or ``"tracking"``.
-      families: zoo and preferences only: the families to run (default: all of them).
-      horizon: horizons and preferences only: rounds n (default:
+      families: zoo, preferences and contexts only: the families to run (default: all of them).
+      horizon: horizons, preferences and contexts only: rounds n (default:
         :func:`e2d_jax.paper.horizons.default_horizon`, 10^6 on an accelerator, 2 * 10^5 on a
-        CPU; :func:`e2d_jax.paper.preferences.default_horizon`).
+        CPU; :func:`e2d_jax.paper.preferences.default_horizon`,
+        :func:`e2d_jax.paper.contexts.default_horizon`).
     """
     if experiment not in REPRODUCE_DEFAULTS:
         raise ValueError(f"experiment must be one of {sorted(REPRODUCE_DEFAULTS)}, got {experiment!r}")
@@ -227,12 +229,17 @@ def reproduce_specs(experiment: str, *, seeds: int | None = None, instances: int
                          "conventions and solvers itself, or runs every agent at its defaults)")
     if solver is not None and solver not in REPRODUCE_SOLVERS:
         raise V.ArgumentError("solver", f"{V.name('solver')} must be one of {REPRODUCE_SOLVERS}, got {solver!r}")
-    if families is not None and experiment not in ("zoo", "preferences"):
-        raise V.ArgumentError("families", f"{V.name('families')} applies to reproduce zoo and preferences only, not to "
-                                          f"reproduce {experiment}")
-    if horizon is not None and experiment not in ("horizons", "preferences"):
-        raise V.ArgumentError("horizon", f"{V.name('horizon')} applies to reproduce horizons and preferences only, not "
-                                         f"to reproduce {experiment} (its horizons are the paper's)")
+    if families is not None and experiment not in ("zoo", "preferences", "contexts"):
+        raise V.ArgumentError("families", f"{V.name('families')} applies to reproduce zoo, preferences and contexts only, "
+                                          f"not to reproduce {experiment}")
+    if horizon is not None and experiment not in ("horizons", "preferences", "contexts"):
+        raise V.ArgumentError("horizon", f"{V.name('horizon')} applies to reproduce horizons, preferences and contexts "
+                                         f"only, not to reproduce {experiment} (its horizons are the paper's)")
+    if experiment == "contexts":
+        if instances not in (None, 1):
+            raise V.ArgumentError("instances", f"{V.name('instances')} does not apply to reproduce contexts (instance "
+                                               f"0 of each family; the datasets are one instance each)")
+        return contexts.specs(horizon=horizon, seeds=seeds, families=families)
     if experiment == "preferences":
         return preferences.specs(horizon=horizon, seeds=seeds, instances=instances, families=families)
     if experiment == "horizons":

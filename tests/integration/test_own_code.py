@@ -25,7 +25,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 @pytest.fixture()
 def workdir(tmp_path, monkeypatch):
-    for name in ("my_problem.py", "my_agents.py", "my_sweep.toml"):
+    for name in ("my_problem.py", "my_agents.py", "my_sweep.toml", "my_contexts.py"):
         shutil.copy(EXAMPLES / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -48,11 +48,11 @@ def test_python_then_registered_names(workdir):
     e2d_run = e2d.simulate(params, e2d.anytime_e2d(), horizon=60, num_seeds=8)
     assert np.isfinite(e2d_run.result.regret).all()
     registry.register_env("sensor-bandit", my_problem.sensor_bandit, family="linear", help="the docs' example")
-    registry.register_agent("epsilon-greedy", my_agents.epsilon_greedy, help="the docs' example")
+    registry.register_agent("eps-greedy", my_agents.epsilon_greedy, help="the docs' example")
     spec = SweepSpec.from_dict({"env": "sensor-bandit", "horizon": 40, "seeds": 4, "instance_seeds": [0, 1],
-                                "agents": [{"name": "epsilon-greedy", "grid": {"eps0": [0.5, 2.0]}}]})
+                                "agents": [{"name": "eps-greedy", "grid": {"eps0": [0.5, 2.0]}}]})
     summary = run_sweep(spec, workdir / "named", progress=False)
-    assert set(summary["agents"]) == {"epsilon-greedy[eps0=0.5]", "epsilon-greedy[eps0=2]"}
+    assert set(summary["agents"]) == {"eps-greedy[eps0=0.5]", "eps-greedy[eps0=2]"}
 
 
 def test_sweep_file_cli_and_plot(workdir):
@@ -83,6 +83,22 @@ def test_sweep_file_cli_and_plot(workdir):
                          capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "epsilon_greedy" in json.loads((workdir / "runs/run/summary.json").read_text())["agents"]
+
+
+def test_a_contextual_bandit_of_ones_own(workdir, capsys):
+    """The docs' contextual example (a continuous context, some arms offered each round): from
+    Python, every agent plays only offered arms; from the command line by module:attribute."""
+    import my_contexts
+
+    params = my_contexts.rotating_arms(e2d.instance_key(0), arms=5)
+    for agent in (e2d.anytime_e2d(), e2d.ucb(), e2d.squarecb()):
+        sim = e2d.simulate(params, agent, horizon=40, num_seeds=4)
+        assert int(np.asarray(sim.result.invalid_rounds).sum()) == 0
+    code = cli_main(["run", "--env", "my_contexts:rotating_arms", "--arms", "5", "--agents", "ucb,epsilon-greedy",
+                     "--horizon", "30", "--seeds", "4", "--out", "runs/contexts"])
+    assert code == 0, capsys.readouterr().err
+    table = pd.read_parquet(workdir / "runs/contexts/results.parquet")
+    assert set(table["cell"]) == {"ucb", "epsilon-greedy"} and table["valid"].all()
 
 
 def test_bad_user_code_is_named(workdir, capsys):

@@ -113,7 +113,7 @@ def test_registered_contextual_families_build():
         assert isinstance(params, contextual.ContextualParams)
         assert params.contexts.features.shape[1:] == (k, 3)
     _, fresh, _ = registry.build_instance("contextual-linear", 0, {"contexts": 0}, "float32")
-    assert isinstance(fresh, contextual.FreshContextParams)
+    assert isinstance(fresh, contextual.DrawnContextParams)
     _, p, _ = registry.build_instance("contextual-authors", 0, {"contexts": 5}, "float32")
     np.testing.assert_array_equal(np.asarray(p.theta), [1.0, 0.0, 0.0])
     _, p, _ = registry.build_instance("contextual-linear", 0, {"contexts": 4}, "float32")
@@ -244,13 +244,13 @@ def test_continuous_contexts_draw_new_features_every_round():
     n E[max_a <x_a, f*> - <x_0, f*>] (Monte Carlo over the same distribution, within 4 standard
     errors), and every agent learns f* across rounds."""
     params = contextual.random_contextual(e2d.instance_key(3), 3, 5, 0, dtype=jnp.float32)
-    assert isinstance(params, contextual.FreshContextParams)
+    assert isinstance(params, contextual.DrawnContextParams)
     n, seeds = 20, 2000
     sim = e2d.simulate(params, _always(0), horizon=n, num_seeds=seeds, record_every=n)
     final = np.asarray(sim.result.regret)[:, -1]
     x = np.random.default_rng(0).normal(size=(200_000, 5, 3))
     x /= np.linalg.norm(x, axis=-1, keepdims=True)
-    r = x @ np.asarray(params.theta)
+    r = x @ np.asarray(params.data["theta"])
     expected = n * np.mean(r.max(axis=1) - r[:, 0])
     se = final.std(ddof=1) / np.sqrt(seeds)
     assert abs(final.mean() - expected) <= 4 * se + 1e-3, (final.mean(), expected, se)
