@@ -68,6 +68,13 @@ AGENTS = {
     "ucb": lambda horizon, gap_type: ucb(),
     "ts": lambda horizon, gap_type: thompson_sampling(),
 }
+try:  # the regression-oracle baselines (absent from older versions measured as baselines)
+    from e2d_jax.agents.oracle import epsilon_greedy, squarecb
+
+    AGENTS.update({"squarecb": lambda horizon, gap_type: squarecb(),
+                   "epsilon-greedy": lambda horizon, gap_type: epsilon_greedy()})
+except ImportError:
+    pass
 
 
 def measure(env: str, d: int, k: int, agent_name: str, *, horizon: int, seeds: int, repeats: int,
@@ -152,7 +159,7 @@ def main(argv=None):
     ap.add_argument("--envs", default="semi-bandit,linear-bandit")
     ap.add_argument("--dims", default="3,10,30")
     ap.add_argument("--arms", default="10,100,1000,10000")
-    ap.add_argument("--agents", default=",".join(AGENTS))
+    ap.add_argument("--agents", default="anytime-e2d,e2d,ids,ucb,ts")
     ap.add_argument("--horizon", type=int, default=20)
     ap.add_argument("--seeds", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=3)

@@ -19,9 +19,12 @@ the best pair over all pairs, each pair's mixing p minimising ((1 - p) D_1 + p D
 I_1 + p I_2) in closed form. That is e2d_jax's ``linear_ids(info_gain="worst-case",
 gap_estimate="value" | "difference", sampling="fast" | "full")`` with its defaults (reg = 1,
 delta None: the same anytime level, S = ||f*|| = 1) acting on the round's context model, the
-estimator kept across rounds. Their ``--ids_sampling=contextual`` (a Frank-Wolfe solve of the
-ratio averaged over the context distribution, from which the round's context's row is played)
-has no counterpart in e2d_jax; it is run as a reference only (``value-contextual``).
+estimator kept across rounds. Their ``--ids_sampling=contextual`` has no counterpart in e2d_jax
+and is run as a reference only (``value-contextual``): a policy mu (L x K) minimising (sum_c q_c
+mu_c . Delta_c)^2 / (sum_c q_c mu_c . I_c), q the context distribution, by ``--ids_fw_steps`` - 2
+= 98 Frank-Wolfe steps of size 1/s (s = 2..99) from the uniform policy, the action drawn from the
+round's context's row; their code fills every row Delta_c with the round's context's gap
+estimates (``gaps(context)`` for every c) while I_c is context c's.
 
 What: ``--run-authors`` runs their unmodified code, one process per seed
 (``python -m pm.main contextual_simple_bandit ids --seed=SEED --d=D --k=K --l=L --n=N
@@ -29,7 +32,7 @@ What: ``--run-authors`` runs their unmodified code, one process per seed
 records each run's final regret with its command in ``--reference``, together with the
 instance's arrays as their game factory builds them and, for ``fast`` and ``full``, one traced
 run (force_seed 1): their own ``pm.main`` command line and game and strategy objects, driven by
-this script's copy of their round loop, which records each round's context, action,
+a round loop of this script's that makes their loop's random draws in the same order and records each round's context, action,
 observation, gap estimates, information gains and IDS pair. Then (or with an existing
 ``--reference``) this script reproduces their draw, checks that the arrays equal theirs, builds
 the instance with ``e2d_jax.envs.contextual.from_contexts``, and
@@ -37,9 +40,10 @@ the instance with ``e2d_jax.envs.contextual.from_contexts``, and
 * per round: replays each trace through e2d_jax's agent (its ``act`` on the same history; the
   state updated with their action and observation) and reports the largest relative differences
   of the IDS distribution's ratio, expected gap estimate and expected information gain (every
-  round), of the gap estimates and information gains (the rounds the trace keeps them: the first
-  20 and every 25th; kept to 12 significant digits, as the trace's ratios and expectations), the total variation between the two IDS distributions and the rounds whose
-  winners differ;
+  round), of the gap estimates and information gains (in the rounds the trace keeps them: the
+  first 20 and every 25th; the trace keeps these, the ratios and the expectations to 12
+  significant digits), the total variation between the two IDS distributions and the rounds
+  whose winners differ;
 * per seed: runs the matching agent with ``e2d.simulate`` for ``--seeds`` seeds and prints both
   mean final regrets with their 95% CIs (1.96 standard errors) and whether each mean lies in
   the other's CI.
@@ -52,15 +56,15 @@ Run:  python benchmarks/contextual_agreement.py --run-authors /path/to/pm-ids --
           [--seeds 500] [--json benchmarks/results/cpu-2core/contextual_agreement_n500.json]
 
 Their code needs NumPy 1.x (1.26.4 works), SciPy, pandas, osqp, matplotlib and GPy in its own
-environment; it runs at about 0.1 ms a round (1.5 s a process, mostly imports), ``contextual``
-sampling at about 2.4 ms a round.
+environment; their round loop takes about 0.1 ms a round with ``fast`` sampling, 0.2 ms with
+``full`` and 2.3 ms with ``contextual`` on an idle core (0.3, 0.7 and 6 ms on the shared 2-core
+machine under load; a process takes about 1.5 s, mostly imports).
 """
 import argparse
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -96,8 +100,8 @@ print(json.dumps(dict(features=np.asarray(game.X).tolist(), observation_maps=np.
 """
 
 #: Run with the authors' Python and their ``pm.main`` arguments: their command line, game and
-#: strategy, driven by a copy of their round loop (``pm.main.run``: the same random draws in the
-#: same order) that records every round; each round's gap estimates are the estimator's cached
+#: strategy, driven by a round loop of this script's that makes ``pm.main.run``'s random draws in
+#: the same order and records every round; each round's gap estimates are the estimator's cached
 #: ones of the round's context, the information gains are evaluated again (no random draws) and
 #: the pair is their pair search without its final draw. Prints the trace as JSON.
 TRACE = """
@@ -159,8 +163,8 @@ def authors_features(seed, d, k, l):
 
 def _compact(text):
     """JSON text with every innermost list of numbers on one line."""
-    return re.sub(r"\[\s*([-0-9.eE+,\s]+?)\s*\]", lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]",
-                  text)
+    join = lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]"
+    return re.sub(r"\[\s*([-0-9.eE+,\s]+?)\s*\]", join, text)
 
 
 def ci(values):
@@ -383,7 +387,8 @@ def compare(args):
         out["rows"].append(row)
         print(f"{run['config']:17s} {run['instance_seed']:4d} {run['l']:2d} {run['horizon']:5d}  "
               f"{fmt(*theirs, len(run['final_regret'])):34s} {fmt(*ours, args.seeds):34s} "
-              f"{'yes' if ours_in_theirs else 'no'}/{'yes' if theirs_in_ours else 'no'}  (z {row['difference_z']:+.2f})",
+              f"{'yes' if ours_in_theirs else 'no'}/{'yes' if theirs_in_ours else 'no'}  "
+              f"(z {row['difference_z']:+.2f})",
               flush=True)
     print("agree: e2d_jax's mean in pm-ids' CI / pm-ids' mean in e2d_jax's CI; z: the difference of the means in "
           "standard errors")

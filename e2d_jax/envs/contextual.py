@@ -71,11 +71,19 @@ class ContextualParams(NamedTuple):
         return self.probs.shape[-1]
 
 
+def draw_context(key: jax.Array, probs: jax.Array) -> jax.Array:
+    """A context c ~ ``probs`` (L,) by the inverse of its distribution function at one uniform
+    of 24 bits, u = k 2^-24: c = #{i < L - 1 : u >= P(c <= i)}. One hash of the key, where a
+    categorical draw would take L (each context's probability is met to 2^-24)."""
+    u = (jax.random.bits(key, (), jnp.uint32) >> 8).astype(probs.dtype) * jnp.asarray(2.0**-24, probs.dtype)
+    return jnp.sum(u >= jnp.cumsum(probs)[:-1]).astype(jnp.int32)
+
+
 def round_instance(key: jax.Array, params: ContextualParams, t: jax.Array) -> LinearEnvParams:
-    """Round t's instance: a context c ~ probs drawn with the round's ``key``, and the linear
-    instance of context c (its model, the common f*)."""
+    """Round t's instance: a context c ~ probs drawn with the round's ``key``
+    (:func:`draw_context`), and the linear instance of context c (its model, the common f*)."""
     del t
-    c = jax.random.categorical(key, jnp.log(params.probs))
+    c = draw_context(key, params.probs)
     model = jax.tree_util.tree_map(lambda x: x[c], params.contexts)
     return LinearEnvParams(model=model, theta=params.theta)
 

@@ -31,8 +31,9 @@ SMALL = {
     "04_sensitivity.ipynb": ("import tempfile\nSIZES = {'sensitivity': (2, 2), 'candidates': (2, 2)}\nHORIZON = 20\n"
                              "CANDIDATES = ('semi-bandit',)\nDIR = tempfile.mkdtemp()",
                              ("Experiment 1 claim holds on", "Experiment 2 claim")),
+    "05_real_data.ipynb": ("DATASET, SEEDS, HORIZON = 'iris', 4, 30", ("average reward", "every agent beats guessing")),
 }
-SLOW = {"02_reproduce_paper.ipynb", "03_dec_explorer.ipynb", "04_sensitivity.ipynb"}
+SLOW = {"02_reproduce_paper.ipynb", "03_dec_explorer.ipynb", "04_sensitivity.ipynb", "05_real_data.ipynb"}
 
 
 def test_every_notebook_is_checked_and_stored_with_its_outputs():

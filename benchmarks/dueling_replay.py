@@ -1,0 +1,433 @@
+"""The authors' Anytime-E2D (kirschnj/pm-ids, branch e2d: ``e2d --e2d_anytime_lambda=1
+--e2d_delta_f=1``) against e2d_jax's Anytime-E2D, round by round, on their ``random_dueling`` game
+(``--seed=0 --d=3 --k=10``: K = 100 pair actions, f* = e_1, unit noise).
+
+Why: at n = 200 their Anytime-E2D has a final regret of about 131 and e2d_jax's ``anytime_e2d()``
+(the same algorithm: ridge with V_0 = I, eps_t^2 = d / t, gaps Delta_f, divergence
+||M (g - f)||^2) about 99 (``benchmarks/dueling_agreement.py``). This script measures, on the same
+history, where the two sampling distributions differ and what the difference costs.
+
+What: ``--run-authors`` traces their unmodified code, one process per seed (``--force-seeds``):
+their ``pm.main`` command line builds their game and strategy objects, and a round loop of this
+script's (``TRACE``, passed with ``python -c``) makes ``pm.main.run``'s random draws in the same
+order (``get_action``, then the instance's noise) and records every round: their round counter t,
+their estimate theta_hat (``lls.theta``) before the round, the distribution mu the action is drawn
+from (``strategy.mu`` after ``get_action``), the lambda they choose and their objective there (from
+their own log line), the action, the observation and the regret. The traces are stored in
+``--json``. Then (or from an existing ``--json``) every trace is replayed through e2d_jax in
+float64: the ridge estimator updated with their actions and observations, and in every round
+
+* ``theirs``: their mu; psi(lambda_theirs, mu_theirs) (the Lagrangian of the linear-DEC lemma,
+  ``e2d_jax.dec.linear.psi``: checks that e2d_jax's objective is theirs) and the ac-DEC value of
+  their mu, g(mu) = min_lambda psi(lambda, mu) (``e2d_jax.dec.linear.exact_value``), with its
+  minimising lambda;
+* ``agent``: e2d_jax's ``anytime_e2d()`` ``act`` on the same state (its warm start carried along
+  their history), the mu it samples from, its value, lambda and certified gap;
+* ``optimum``: ``e2d.linear_acdec(model, f_hat, eps2, gap_type="delta_f")`` solved to a tight
+  certificate (``rtol`` = ``--rtol``), cold: the ac-DEC's value, lower bound, lambda and mu;
+* ``capped``: the best over their lambda grid {sqrt(t) j / 99 : j = 1..99} of the offset DEC solved
+  to a certificate plus lambda eps^2 (``e2d.linear_offset_dec``, all 99 lambdas in one vmapped
+  solve): the ac-DEC restricted to their lambda range, and the mu at the best grid point;
+
+and for each mu: the expected regret under f* (sum_a mu_a (max_b <phi_b, f*> - <phi_a, f*>)), the
+mass on informative pairs (pairs (a, b), a != b) and on the optimal self-duel, and the
+expected estimated gap mu . (max r - r) at f_hat. The summaries: their objective's relative excess
+over the certified optimum, split into what the cap on lambda costs (capped - optimum) and what
+their Frank-Wolfe solve costs (theirs - capped); the share of rounds whose certified lambda lies
+beyond sqrt(t) and of rounds where their lambda is the cap sqrt(t); the summed expected regret of
+each mu along their history (a counterfactual cost of the one round's choice, the history held
+fixed); and the total variation between their mu and e2d_jax's.
+
+Run:  python benchmarks/dueling_replay.py --run-authors /path/to/pm-ids --python /path/to/their/python \\
+          --json benchmarks/results/cpu-2core/dueling_replay_n200.json --horizon 200 [--force-seeds 1 2] [--jobs 2]
+      python benchmarks/dueling_replay.py --json benchmarks/results/cpu-2core/dueling_replay_n200.json
+
+Their code needs NumPy 1.x (1.26.4 works), SciPy, pandas, osqp, matplotlib and GPy in its own
+environment; their Anytime-E2D takes 1.5 to 3 s a round here (99 lambdas x 99 Frank-Wolfe steps),
+so a trace of 200 rounds takes 5 to 10 minutes. The replay takes a few minutes a trace.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+#: Their Anytime-E2D with gaps Delta_f (the configuration of the paper's figure).
+FLAGS = ["--e2d_anytime_lambda=1", "--e2d_delta_f=1"]
+GAME = "random_dueling"
+
+#: Run with the authors' Python and their ``pm.main`` arguments: their command line, game and
+#: strategy, driven by a round loop of this script's that makes ``pm.main.run``'s random draws in
+#: the same order and records every round. Their strategy logs each round's lambda and objective
+#: (``logging.info``); a handler catches those lines. Prints the trace as JSON.
+TRACE = """
+import json, logging, sys
+import numpy as np
+import pm.main as M
+
+g12 = lambda v: float('%.12g' % v)
+lines = []
+
+class Catch(logging.Handler):
+    def emit(self, record):
+        msg = record.getMessage()
+        if msg.startswith('Iteration:'):
+            lines.append(msg)
+
+logging.getLogger().addHandler(Catch())
+logging.getLogger().setLevel(logging.INFO)
+
+def traced(game_factory, strategy_factory, **params):
+    game, instance = game_factory(**params)
+    strategy = strategy_factory(game, **params)
+    if params['force_seed']:
+        np.random.seed(params['force_seed'])
+    out = dict(features=np.asarray(game.X).tolist(), observation_maps=np.asarray(game.M).tolist(),
+               theta=np.asarray(instance._theta).tolist(), t=[], f_hat=[], mu=[], lam=[], objective=[],
+               action=[], observation=[], regret=[])
+    total = 0.
+    for t in range(params['n']):
+        out['t'].append(int(strategy.t))
+        out['f_hat'].append([g12(v) for v in strategy.lls.theta])
+        x = strategy.get_action()
+        out['mu'].append([float('%.10g' % v) for v in strategy.mu])
+        reward = instance.get_reward(x)
+        regret = instance.max_reward() - reward
+        total += regret
+        y = instance.get_noisy_observation(x)
+        strategy.add_observations(x, y)
+        msg = lines[-1]
+        out['lam'].append(float(msg.split('lambda: ')[1].split(',')[0]))
+        out['objective'].append(float(msg.split('best_obj: ')[1]))
+        out['action'].append(int(x)); out['observation'].append(float(y[0])); out['regret'].append(g12(regret))
+        print(t + 1, int(x), out['lam'][-1], out['objective'][-1], file=sys.stderr, flush=True)
+    out['final_regret'] = float(total)
+    print(json.dumps(out))
+
+M.run = traced
+M.main()
+"""
+
+
+def base_arms(seed, d, k):
+    """The authors' random_dueling base arms of instance seed ``seed``."""
+    state = np.random.RandomState(seed)
+    return state.normal(size=d * k).reshape(k, d)
+
+
+def _compact(text):
+    """JSON text with every innermost list of numbers on one line."""
+    join = lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]"  # noqa: E731
+    return re.sub(r"\[\s*([-0-9.eE+,\s]+?)\s*\]", join, text)
+
+
+def _env(args):
+    return {**os.environ, "PYTHONPATH": args.run_authors, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1"}
+
+
+def _flags(args, s, out):
+    return [GAME, "e2d", f"--seed={args.instance_seed}", f"--d={args.d}", f"--k={args.k}", f"--n={args.horizon}",
+            f"--outdir={out}", f"--force_seed={s}", *FLAGS]
+
+
+def _authors_trace(args, s):
+    out = tempfile.mkdtemp()
+    flags = _flags(args, s, out)
+    t0 = time.perf_counter()
+    proc = subprocess.run([args.python, "-c", TRACE, *flags], check=True, env=_env(args), cwd=args.run_authors,
+                          capture_output=True, text=True)
+    trace = json.loads(proc.stdout.strip().splitlines()[-1])
+    command = ("python -c TRACE " + " ".join(flags)).replace(out, "OUT")
+    return dict(force_seed=s, horizon=args.horizon, seconds=time.perf_counter() - t0,
+                command=command + "  (TRACE: benchmarks/dueling_replay.py)", **trace)
+
+
+def _load(path):
+    return json.loads(open(path).read()) if path and os.path.exists(path) else None
+
+
+def _save(path, store):
+    with open(path, "w") as f:
+        f.write(_compact(json.dumps(store, indent=1)))
+
+
+def run_authors(args):
+    """Traces their Anytime-E2D for seeds ``--force-seeds``, ``--jobs`` at a time, into ``--json``
+    (a trace with the same seed and horizon is replaced; the file is rewritten after each)."""
+    commit = subprocess.run(["git", "-C", args.run_authors, "rev-parse", "HEAD"], capture_output=True,
+                            text=True).stdout.strip() or args.commit
+    versions = subprocess.run([args.python, "-c", "import sys, numpy, scipy; print(sys.version.split()[0], "
+                               "numpy.__version__, scipy.__version__)"], capture_output=True, text=True,
+                              env=_env(args)).stdout.split()
+    store = _load(args.json) or {}
+    store.setdefault("authors", dict(repo="github.com/kirschnj/pm-ids", branch="e2d", strategy="e2d", flags=FLAGS,
+                                     game=GAME, instance_seed=args.instance_seed, d=args.d, k=args.k, traces=[]))
+    store["authors"].update(commit=commit, software=dict(zip(("python", "numpy", "scipy"), versions)))
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for trace in pool.map(lambda s: _authors_trace(args, s), args.force_seeds):
+            traces = store["authors"]["traces"]
+            store["authors"]["traces"] = [r for r in traces if (r["force_seed"], r["horizon"]) !=
+                                          (trace["force_seed"], trace["horizon"])] + [trace]
+            print(f"traced force_seed {trace['force_seed']}: final regret {trace['final_regret']:.6f} "
+                  f"({trace['seconds']:.0f} s)", flush=True)
+            _save(args.json, store)
+
+
+#: Rounds whose distributions are kept in the results (their five heaviest actions each).
+SNAPSHOT_ROUNDS = (1, 2, 3, 5, 10, 20, 50, 100, 150, 200)
+
+
+def _mu_stats(mu, regrets, informative, best, r):
+    """Per-distribution numbers: expected regret under f*, mass on informative pairs and on the
+    optimal self-duel, expected estimated gap at f_hat (rewards r)."""
+    return dict(expected_regret=float(mu @ regrets), informative=float(mu @ informative), optimal=float(mu[best]),
+                estimated_gap=float(mu @ (r.max() - r)))
+
+
+def _top(mu, n=5):
+    idx = np.argsort(-mu)[:n]
+    return [[int(i), float("%.4g" % mu[i])] for i in idx]
+
+
+def replay(trace, args):
+    """Their traced history through e2d_jax in float64: per round the quantities listed in the
+    module docstring. Returns (per-round columns, snapshots, checks)."""
+    import jax
+    import jax.numpy as jnp
+
+    import e2d_jax as e2d
+    from e2d_jax.agents import e2d_linear
+    from e2d_jax.dec import linear as dec_linear
+    from e2d_jax.dec import solvers as S
+    from e2d_jax.envs import dueling
+
+    params = dueling.from_base_arms(base_arms(args.instance_seed, args.d, args.k), dtype="float64")
+    model = params.model
+    span = model.span
+    features = np.asarray(model.features)
+    checks = dict(features_equal=bool(np.array_equal(features, np.asarray(trace["features"]))),
+                  observation_maps_equal=bool(np.array_equal(np.asarray(model.obs_matrices),
+                                                             np.asarray(trace["observation_maps"]))),
+                  theta_equal=bool(np.array_equal(np.asarray(params.theta), np.asarray(trace["theta"]))))
+    rewards = features @ np.asarray(params.theta)
+    regrets = rewards.max() - rewards
+    informative = np.asarray(dueling.informative(params, np.arange(features.shape[0])), np.float64)
+    best = int(np.argmax(rewards))
+    agent = e2d_linear.anytime_e2d()
+    state = agent.init(jax.random.key(0), model)
+    act, update = jax.jit(agent.act), jax.jit(agent.update)
+    inner = S.InteriorPoint(maxiter=50, rtol=args.rtol)
+
+    @jax.jit
+    def theirs_on_ours(mu, f_hat, eps2, lam):
+        f_r = f_hat @ span.basis
+        g, lam_star = dec_linear.exact_value(mu, span, f_r, eps2)
+        return dec_linear.psi(lam, mu, span, f_r, eps2), g, lam_star
+
+    @jax.jit
+    def capped(f_hat, eps2, t):
+        """The offset DEC at each of their 99 lambdas, certified, plus lambda eps^2."""
+        lams = jnp.sqrt(t) * jnp.arange(1, 100) / 99.0
+        f_r = f_hat @ span.basis
+        res = jax.vmap(lambda lam: dec_linear.solve_offset(span, f_r, lam, inner, None, "delta_f")[0])(lams)
+        return lams, res.value + lams * eps2, res.lower_bound + lams * eps2, res.mu, res.status
+
+    @jax.jit
+    def exact(mu, f_hat, eps2):
+        return dec_linear.exact_value(mu, span, f_hat @ span.basis, eps2)
+
+    cols = {}
+    add = lambda name, v: cols.setdefault(name, []).append(v)  # noqa: E731
+    snaps = []
+    f_hat_diff = 0.0
+    for i, t in enumerate(trace["t"]):
+        f_theirs = np.asarray(trace["f_hat"][i])
+        f_ours = np.asarray(state.estimate.f_hat)
+        f_hat_diff = max(f_hat_diff, float(np.max(np.abs(f_ours - f_theirs))))
+        eps2 = args.d / t  # their eps_t^2 = d / t (exploration multiplier 1)
+        mu_a = np.asarray(trace["mu"][i], np.float64)
+        mu_a = mu_a / mu_a.sum()
+        lam_a = trace["lam"][i]
+        psi_a, g_a, lam_star_a = map(float, theirs_on_ours(mu_a, f_theirs, eps2, lam_a))
+        # e2d_jax's agent on the same state (its warm start carried along their history)
+        _, new_state, info = act(jax.random.key(i), state, model)
+        mu_g = np.asarray(new_state.warm.mu)
+        g_g = float(exact(mu_g, f_theirs, eps2)[0])
+        # the ac-DEC at their f_hat and eps^2, certified, cold
+        opt = e2d.linear_acdec(model, f_theirs, eps2, gap_type="delta_f", rtol=args.rtol)
+        mu_o = np.asarray(opt.mu)
+        # restricted to their lambda grid
+        lams, tot, low, mus, status = map(np.asarray, capped(jnp.asarray(f_theirs), eps2, float(t)))
+        j = int(np.argmin(tot))
+        mu_c = mus[j]
+        j_a = int(np.argmin(np.abs(lams - lam_a)))  # their lambda's grid point
+        r = features @ f_theirs
+        add("t", t)
+        add("eps2", eps2)
+        add("sqrt_t", float(np.sqrt(t)))
+        add("their_lam", lam_a)
+        add("their_objective", trace["objective"][i])
+        add("psi_at_their_lam_mu", psi_a)
+        add("their_mu_acdec", g_a)
+        add("their_mu_best_lam", lam_star_a)
+        add("their_lam_offset_dec_certified", float(tot[j_a]))
+        add("agent_value", float(info.value))
+        add("agent_mu_acdec", g_g)
+        add("agent_lam", float(info.lam))
+        add("agent_gap", float(info.gap))
+        add("agent_status", int(info.status))
+        add("agent_eps2", float(info.eps2))
+        add("optimum_value", float(opt.value))
+        add("optimum_lower", float(opt.lower_bound))
+        add("optimum_lam", float(opt.lam))
+        add("optimum_status", int(opt.status))
+        add("capped_value", float(tot[j]))
+        add("capped_lower", float(np.min(low)))
+        add("capped_lam", float(lams[j]))
+        add("capped_mu_acdec", float(exact(mu_c, f_theirs, eps2)[0]))
+        add("capped_status_max", int(status.max()))
+        for name, mu in (("their", mu_a), ("agent", mu_g), ("optimum", mu_o), ("capped", mu_c)):
+            for key, v in _mu_stats(mu, regrets, informative, best, r).items():
+                add(f"{name}_{key}", v)
+        add("tv_their_agent", 0.5 * float(np.abs(mu_a - mu_g).sum()))
+        add("tv_their_optimum", 0.5 * float(np.abs(mu_a - mu_o).sum()))
+        add("tv_agent_optimum", 0.5 * float(np.abs(mu_g - mu_o).sum()))
+        add("action", trace["action"][i])
+        add("realized_regret", trace["regret"][i])
+        if i + 1 in SNAPSHOT_ROUNDS:
+            snaps.append(dict(round=i + 1, t=t, their=_top(mu_a), agent=_top(mu_g), optimum=_top(mu_o),
+                              capped=_top(mu_c)))
+        obs = jnp.asarray([trace["observation"][i]], jnp.float64)
+        state = update(new_state, jnp.asarray(trace["action"][i], jnp.int32), obs, model)
+        if args.verbose and ((i + 1) % 20 == 0 or i < 3):
+            print(f"  round {i + 1:3d}: theirs {psi_a:.4f} (g {g_a:.4f}, lam {lam_a:.3f}), optimum {opt.value:.4f} "
+                  f"[{opt.lower_bound:.4f}] lam {opt.lam:.3f}, capped {tot[j]:.4f} lam {lams[j]:.3f}, sqrt t "
+                  f"{np.sqrt(t):.3f}; E regret theirs {cols['their_expected_regret'][-1]:.3f} agent "
+                  f"{cols['agent_expected_regret'][-1]:.3f} optimum {cols['optimum_expected_regret'][-1]:.3f} "
+                  f"capped {cols['capped_expected_regret'][-1]:.3f}", flush=True)
+    checks.update(f_hat_max_abs_diff=f_hat_diff,
+                  objective_max_rel_diff=float(np.max(np.abs(np.asarray(cols["psi_at_their_lam_mu"])
+                                                             - np.asarray(cols["their_objective"]))
+                                                      / np.abs(np.asarray(cols["their_objective"])))),
+                  eps2_max_rel_diff=float(np.max(np.abs(np.asarray(cols["agent_eps2"]) - np.asarray(cols["eps2"]))
+                                                 / np.asarray(cols["eps2"]))))
+    return cols, snaps, checks
+
+
+def summarize(cols):
+    """The replay's summary numbers (see the module docstring)."""
+    c = {k: np.asarray(v, np.float64) for k, v in cols.items()}
+    opt = c["optimum_value"]
+    rel = lambda x: x / opt  # noqa: E731
+    stat = lambda x: dict(mean=float(np.mean(x)), median=float(np.median(x)), max=float(np.max(x)))  # noqa: E731
+    phases = {"1-20": slice(0, 20), "21-100": slice(20, 100), "101-200": slice(100, 200)}
+    n = len(opt)
+    out = dict(
+        rounds=n,
+        certified=dict(optimum_max_rel_gap=float(np.max((opt - c["optimum_lower"]) / opt)),
+                       optimum_not_ok=int(np.sum(c["optimum_status"] != 0)),
+                       capped_not_ok=int(np.sum(c["capped_status_max"] != 0)),
+                       agent_max_rel_gap=float(np.max(c["agent_gap"] / c["agent_value"])),
+                       agent_not_ok=int(np.sum(c["agent_status"] != 0))),
+        # the objective's excess over the certified optimum, relative to it
+        excess=dict(their_objective=stat(rel(c["their_objective"] - opt)),
+                    their_mu_at_its_best_lam=stat(rel(c["their_mu_acdec"] - opt)),
+                    lambda_cap=stat(rel(c["capped_value"] - opt)),
+                    frank_wolfe=stat(rel(c["their_objective"] - c["capped_value"])),
+                    frank_wolfe_at_their_lam=stat(rel(c["their_objective"] - c["their_lam_offset_dec_certified"])),
+                    agent=stat(rel(c["agent_value"] - opt))),
+        lam=dict(optimum_beyond_sqrt_t=float(np.mean(c["optimum_lam"] > c["sqrt_t"] * (1 + 1e-9))),
+                 their_at_cap=float(np.mean(np.abs(c["their_lam"] - c["sqrt_t"]) <= 1e-9 * c["sqrt_t"])),
+                 capped_at_cap=float(np.mean(np.abs(c["capped_lam"] - c["sqrt_t"]) <= 1e-9 * c["sqrt_t"])),
+                 optimum_over_sqrt_t={k: float(np.median(c["optimum_lam"][s] / c["sqrt_t"][s]))
+                                      for k, s in phases.items()},
+                 their_over_sqrt_t={k: float(np.median(c["their_lam"][s] / c["sqrt_t"][s])) for k, s in phases.items()},
+                 their_mu_best_over_sqrt_t={k: float(np.median(c["their_mu_best_lam"][s] / c["sqrt_t"][s]))
+                                            for k, s in phases.items()}),
+        realized_regret=float(np.sum(c["realized_regret"])),
+    )
+    for name in ("their", "agent", "optimum", "capped"):
+        out[name] = dict(expected_regret_sum=float(np.sum(c[f"{name}_expected_regret"])),
+                         expected_regret_by_rounds={k: float(np.sum(c[f"{name}_expected_regret"][s]))
+                                                    for k, s in phases.items()},
+                         informative_mean=float(np.mean(c[f"{name}_informative"])),
+                         informative_by_rounds={k: float(np.mean(c[f"{name}_informative"][s]))
+                                                for k, s in phases.items()},
+                         optimal_self_duel_mean=float(np.mean(c[f"{name}_optimal"])),
+                         estimated_gap_mean=float(np.mean(c[f"{name}_estimated_gap"])))
+    out["tv"] = dict(their_agent=stat(c["tv_their_agent"]), their_optimum=stat(c["tv_their_optimum"]),
+                     agent_optimum=stat(c["tv_agent_optimum"]))
+    return out
+
+
+def replay_all(args):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import e2d_jax as e2d
+
+    store = _load(args.json)
+    if not store or not store.get("authors", {}).get("traces"):
+        raise SystemExit(f"{args.json}: no traces of the authors' runs (run with --run-authors first)")
+    store.update(jax=jax.__version__, e2d_jax=e2d.__version__, dtype="float64", optimum_rtol=args.rtol, replays=[])
+    for trace in store["authors"]["traces"]:
+        t0 = time.perf_counter()
+        print(f"replay force_seed {trace['force_seed']} ({len(trace['t'])} rounds, their final regret "
+              f"{trace['final_regret']:.2f})", flush=True)
+        cols, snaps, checks = replay(trace, args)
+        summary = summarize(cols)
+        s = summary
+        print(f"  checks: {checks}")
+        print(f"  objective excess over the certified optimum (mean / median / max): theirs "
+              f"{s['excess']['their_objective']['mean']:.1%} / {s['excess']['their_objective']['median']:.1%} / "
+              f"{s['excess']['their_objective']['max']:.1%}; of which the lambda cap "
+              f"{s['excess']['lambda_cap']['mean']:.1%}, Frank-Wolfe {s['excess']['frank_wolfe']['mean']:.1%}; "
+              f"their mu at its best lambda {s['excess']['their_mu_at_its_best_lam']['mean']:.1%}; e2d_jax's agent "
+              f"{s['excess']['agent']['mean']:.2%}")
+        print(f"  lambda: certified optimum beyond sqrt(t) in {s['lam']['optimum_beyond_sqrt_t']:.0%} of rounds, "
+              f"theirs at sqrt(t) in {s['lam']['their_at_cap']:.0%}; optimum / sqrt(t) by rounds "
+              f"{s['lam']['optimum_over_sqrt_t']}, theirs {s['lam']['their_over_sqrt_t']}")
+        for name in ("their", "agent", "optimum", "capped"):
+            print(f"  {name:8s} expected regret along the history {s[name]['expected_regret_sum']:7.2f} "
+                  f"{s[name]['expected_regret_by_rounds']}; informative mass {s[name]['informative_mean']:.1%} "
+                  f"{s[name]['informative_by_rounds']}; optimal self-duel {s[name]['optimal_self_duel_mean']:.1%}")
+        print(f"  realized regret {s['realized_regret']:.2f}; TV(their, agent) mean {s['tv']['their_agent']['mean']:.2f} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        store["replays"].append(dict(force_seed=trace["force_seed"], horizon=trace["horizon"],
+                                     final_regret=trace["final_regret"], checks=checks, summary=summary,
+                                     snapshots=snaps,
+                                     per_round={k: [float("%.8g" % x) for x in v] for k, v in cols.items()}))
+        _save(args.json, store)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--json", required=True, help="the traces and the replay's results (read and rewritten)")
+    parser.add_argument("--run-authors", default=None, help="a copy of kirschnj/pm-ids, branch e2d, to trace first")
+    parser.add_argument("--python", default="python", help="the Python that runs their code")
+    parser.add_argument("--commit", default=None, help="their commit, when --run-authors is not a git checkout")
+    parser.add_argument("--force-seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--jobs", type=int, default=2, help="traces at a time")
+    parser.add_argument("--instance-seed", type=int, default=0)
+    parser.add_argument("--d", type=int, default=3)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--horizon", type=int, default=200)
+    parser.add_argument("--rtol", type=float, default=1e-4, help="certificate tolerance of the optimum's solve")
+    parser.add_argument("--verbose", action="store_true", help="print every 20th round of the replays")
+    parser.add_argument("--replay", action=argparse.BooleanOptionalAction, default=True,
+                        help="replay the traces through e2d_jax (--no-replay: only trace theirs)")
+    args = parser.parse_args()
+    if args.run_authors:
+        run_authors(args)
+    if args.replay:
+        replay_all(args)
+
+
+if __name__ == "__main__":
+    main()
