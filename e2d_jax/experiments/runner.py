@@ -76,15 +76,18 @@ def check_spec(spec: SweepSpec, width: int | None = None) -> Checked:
 
 
 def _check_values(spec: SweepSpec, checked: Checked) -> None:
-    """What the programs need of the instances' values, on the first instance (built here; the
-    instances of a registered family share their observation structure): gaps Delta_f need a
-    game whose reward level is observable (:func:`e2d_jax.sim.program.check_instance`)."""
-    needs = [p.program for p in checked.plan.programs if p.program.gap_type == "delta_f"]
-    if checked.family != "linear" or not needs:
-        return
+    """The instances' values, on the first instance, built here with concrete arrays so that
+    the builder's own checks of values (finite features, a context that offers an action, a
+    dataset that is installed) refuse bad input before anything is written; and what the
+    programs need of them (the instances of a registered family share their observation
+    structure): gaps Delta_f need a game whose reward level is observable
+    (:func:`e2d_jax.sim.program.check_instance`)."""
     _, first, _ = build_instance(spec.env, spec.instance_seeds[0], spec.builder_options(), spec.dtype)
-    for program in needs:
-        check_instance(program, first)
+    if checked.family != "linear":
+        return
+    for program in checked.plan.programs:
+        if program.program.gap_type == "delta_f":
+            check_instance(program.program, first)
 
 
 def prepare_output(spec: SweepSpec, out: Path, the_plan: Plan, *, resume: bool, overwrite: bool) -> tuple:

@@ -38,3 +38,15 @@ def test_reproduce_contexts_refuses_what_does_not_apply(tmp_path, capsys):
             cli_main(["reproduce", "contexts", *flags, "--out", str(tmp_path / "x")])
         assert exit_.value.code == 2 and name in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_shipped_contexts_sweep_file_is_one_program_per_agent():
+    import pathlib
+
+    from e2d_jax.experiments import load_toml
+    from e2d_jax.experiments.spec import plan
+
+    spec = load_toml(pathlib.Path(__file__).resolve().parents[2] / "sweeps" / "squarecb_gamma.toml")
+    assert spec.env == "data-wine" and dict(spec.env_options) == {"dims": 8}
+    programs = plan(spec, "linear", 64).programs
+    assert [(p.label, p.num_cells) for p in programs] == [("squarecb", 5), ("epsilon-greedy", 3), ("anytime-e2d", 1)]

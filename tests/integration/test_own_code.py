@@ -115,3 +115,15 @@ def test_bad_user_code_is_named(workdir, capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--env", "my_problem:nope", "--horizon", "5", "--out", "z"])
     assert exc.value.code == 2 and "module 'my_problem' has no attribute 'nope'" in capsys.readouterr().err
+    (workdir / "broken_contexts.py").write_text(
+        "import numpy as np\nfrom e2d_jax.envs import contextual\n\n"
+        "def no_action(key):\n    return contextual.from_contexts(np.ones((2, 3, 2)), np.ones(2), "
+        "available=np.array([[True, True, False], [False, False, False]]))\n\n"
+        "def not_finite(key):\n    return contextual.from_contexts(np.full((2, 3, 2), np.nan), np.ones(2))\n")
+    for builder, needle in (("no_action", "available: context 1 offers no action"),
+                            ("not_finite", "features must be finite")):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["run", "--env", f"broken_contexts:{builder}", "--agents", "ucb", "--horizon", "5", "--out", "w"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+    assert not any((workdir / name).exists() for name in ("x", "y", "z", "w"))
