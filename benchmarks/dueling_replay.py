@@ -292,6 +292,10 @@ def replay(trace, args):
         add("capped_lam", float(lams[j]))
         add("capped_mu_acdec", float(exact(mu_c, f_theirs, eps2)[0]))
         add("capped_status_max", int(status.max()))
+        # local minima of the grid's values (1: unimodal, so the best lambda <= sqrt(t) is
+        # min(lambda*, sqrt(t)) up to the grid's resolution)
+        inner_min = (tot[1:-1] < tot[:-2]) & (tot[1:-1] < tot[2:])
+        add("capped_local_minima", int(inner_min.sum() + (tot[0] < tot[1]) + (tot[-1] < tot[-2])))
         for name, mu in (("their", mu_a), ("agent", mu_g), ("optimum", mu_o), ("capped", mu_c)):
             for key, v in _mu_stats(mu, regrets, informative, best, r).items():
                 add(f"{name}_{key}", v)
@@ -336,7 +340,9 @@ def summarize(cols):
                        agent_max_rel_gap=float(np.max(c["agent_gap"] / c["agent_value"])),
                        agent_not_ok=int(np.sum(c["agent_status"] != 0))),
         # the objective's excess over the certified optimum, relative to it
-        excess=dict(their_objective=stat(rel(c["their_objective"] - opt)),
+        capped_grid_not_unimodal=int(np.sum(c["capped_local_minima"] > 1)),
+        excess=dict(their_objective=dict(stat(rel(c["their_objective"] - opt)),
+                                         min=float(np.min(rel(c["their_objective"] - opt)))),
                     their_mu_at_its_best_lam=stat(rel(c["their_mu_acdec"] - opt)),
                     lambda_cap=stat(rel(c["capped_value"] - opt)),
                     frank_wolfe=stat(rel(c["their_objective"] - c["capped_value"])),
@@ -406,6 +412,77 @@ def replay_all(args):
         _save(args.json, store)
 
 
+def capped_anytime_e2d(cap=1.0):
+    """e2d_jax's Anytime-E2D with lambda restricted to (0, cap sqrt(t)], solved exactly: the
+    library agent's round (its ac-DEC, warm-started, which it carries on to the next round), and
+    where its lambda* exceeds cap sqrt(t) the offset DEC at lambda = cap sqrt(t) by interior point
+    (warm-started from the round's ac-DEC solution, certified to 1e-3), sampled with the same key.
+    Where the Lagrangian over lambda is unimodal (checked on every round of the replays) this is
+    the ac-DEC restricted to their range. A closed-loop measure of what their cap costs alone."""
+    import jax
+    import jax.numpy as jnp
+
+    from e2d_jax.agents import e2d_linear
+    from e2d_jax.dec import linear as dec_linear
+    from e2d_jax.dec import solvers as S
+    from e2d_jax.types import Agent, E2DInfo, Status
+
+    base = e2d_linear.anytime_e2d()
+
+    def act(key, state, model):
+        _, new_state, info = base.act(key, state, model)
+        span = model.span
+        lam_cap = cap * jnp.sqrt(new_state.t.astype(model.features.dtype))
+        res, _ = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_cap, S.E2D_ROUND,
+                                         new_state.warm, "delta_f")
+        use = (info.lam > lam_cap) & (res.status != Status.NONFINITE)
+        mu = jnp.where(use, res.mu, new_state.warm.mu)
+        action = jax.random.categorical(key, jnp.log(mu)).astype(jnp.int32)
+        info = E2DInfo(status=jnp.where(use, res.status, info.status).astype(jnp.int32),
+                       value=jnp.where(use, res.value + lam_cap * info.eps2, info.value),
+                       lam=jnp.where(use, lam_cap, info.lam), gap=jnp.where(use, res.gap, info.gap),
+                       iterations=info.iterations + res.iterations, eps2=info.eps2)
+        return action, new_state, info
+
+    return Agent(init=base.init, act=act, update=base.update, config=None)
+
+
+def closed_loop(args):
+    """e2d_jax's Anytime-E2D and :func:`capped_anytime_e2d` on the same seeds (float32, as
+    ``benchmarks/dueling_agreement.py``): final regrets with 95% CIs and their paired difference."""
+    import e2d_jax as e2d
+    from e2d_jax.agents import e2d_linear
+    from e2d_jax.envs import dueling
+
+    params = dueling.from_base_arms(base_arms(args.instance_seed, args.d, args.k), dtype="float32")
+    out = dict(seeds=args.closed_loop_seeds, horizon=args.horizon, dtype="float32", agents={})
+    finals = {}
+    for name, agent in (("anytime_e2d", e2d_linear.anytime_e2d()), ("capped_sqrt_t", capped_anytime_e2d(1.0))):
+        t0 = time.perf_counter()
+        sim = e2d.simulate(params, agent, horizon=args.horizon, num_seeds=args.closed_loop_seeds,
+                           record_every=args.horizon)
+        final = np.asarray(sim.result.regret, np.float64)[:, -1]
+        finals[name] = final
+        counts = np.asarray(sim.result.action_counts)
+        share = float((counts[:, np.asarray(dueling.informative(params, np.arange(counts.shape[-1])))].sum(-1)
+                       / counts.sum(-1)).mean())
+        m, lo, hi = _ci(final)
+        out["agents"][name] = dict(mean=m, ci95=[lo, hi], informative_share=share,
+                                   seconds=time.perf_counter() - t0)
+        print(f"closed loop {name:14s} {m:7.2f} [{lo:7.2f}, {hi:7.2f}] ({args.closed_loop_seeds} seeds; "
+              f"informative pairs {share:.1%}; {time.perf_counter() - t0:.0f} s)", flush=True)
+    m, lo, hi = _ci(finals["capped_sqrt_t"] - finals["anytime_e2d"])
+    out["paired_difference"] = dict(mean=m, ci95=[lo, hi])
+    print(f"closed loop capped - uncapped (paired): {m:.2f} [{lo:.2f}, {hi:.2f}]", flush=True)
+    return out
+
+
+def _ci(values):
+    values = np.asarray(values, np.float64)
+    half = 1.96 * values.std(ddof=1) / np.sqrt(values.size) if values.size > 1 else 0.0
+    return float(values.mean()), float(values.mean() - half), float(values.mean() + half)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", required=True, help="the traces and the replay's results (read and rewritten)")
@@ -419,6 +496,9 @@ def main():
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=200)
     parser.add_argument("--rtol", type=float, default=1e-4, help="certificate tolerance of the optimum's solve")
+    parser.add_argument("--closed-loop-seeds", type=int, default=0,
+                        help="also run e2d_jax's Anytime-E2D with and without the cap lambda <= sqrt(t) on this many "
+                             "seeds (closed loop)")
     parser.add_argument("--verbose", action="store_true", help="print every 20th round of the replays")
     parser.add_argument("--replay", action=argparse.BooleanOptionalAction, default=True,
                         help="replay the traces through e2d_jax (--no-replay: only trace theirs)")
@@ -427,6 +507,11 @@ def main():
         run_authors(args)
     if args.replay:
         replay_all(args)
+    if args.closed_loop_seeds:
+        result = closed_loop(args)
+        store = _load(args.json) or {}
+        store["closed_loop"] = result
+        _save(args.json, store)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,12 @@
 #                     run's agents at their defaults); its summary.json kept
 #   horizons_report   the growth exponents' report and figure (horizons.md, .json, .png) with the sweeps'
 #                     summaries and tables (not the curves) in OUT/horizons.tar.gz
+#   contexts_speed    action_scaling.py: a contextual round (contextual-linear, 10 contexts) against a round
+#                     without contexts (linear-bandit), d = 3, K = 10, every agent and the regression-oracle
+#                     baselines, at 1,024 and 32,768 seeds (its JSONs)
+#   contexts          e2d-jax reproduce contexts at its accelerator default (n = 2,000, 100 seeds, every
+#                     contextual family and dataset; needs scikit-learn: the data extra), its report, JSON and
+#                     figure in OUT/contexts.tar.gz
 #
 # Run from the repository root on a machine whose python3 has jax with a CUDA plugin (nothing
 # is installed: the package is used from the source tree):
@@ -82,11 +88,13 @@ if [ "${SMALL:-0}" = 1 ]; then
     S_E2D=64,128; S_SIM=64; H=50; H_CLI=50; H_FIN=20; REP=1; CLI_SEEDS=128; FIN_SEEDS=16; BB=16
     TWO_SEEDS=16; TWO_HORIZONS=20,40; CT_HORIZON=20; CT_EVERY=5; S_WIDE=64,128; H_WIDE=20
     ZOO_SIZE="--instances 2 --seeds 4"; AS_ARMS=10,30; AS_DIMS=3; AS_AGENTS=ucb,ts; AS_SEEDS=8; PM_ARMS=10; MANY_K=30; MANY_N=20; S_FUSED=64; FW_SHAPES=exp1; FW_BATCHES=1,10; HORIZONS_SIZE="--horizon 200 --seeds 4"
+    CTX_SEEDS=8; CTX_AGENTS=ucb,squarecb; CTX_SIZE="--horizon 20 --seeds 4 --families iris,contextual-authors"
 else  # one call of 2,048 and of 32,768 seeds (the old and new ACCELERATOR_LANES), short horizons: compiles dominate
     S_E2D=2048,32768; S_SIM=2048,32768; H=200; H_CLI=500; H_FIN=200; REP=3; CLI_SEEDS=20000; FIN_SEEDS=2048; BB=2048
     TWO_SEEDS=1000; TWO_HORIZONS=; CT_HORIZON=100; CT_EVERY=25; S_WIDE=32768,131072; H_WIDE=100
     AS_ARMS=10,100,1000,10000; AS_DIMS=3,10; AS_AGENTS=anytime-e2d,e2d,ids,ucb,ts; AS_SEEDS=1024; PM_ARMS=10,30; MANY_K=10000; MANY_N=1000
     S_FUSED=1024,131072; FW_SHAPES=exp1,exp2; FW_BATCHES=1,1000,10000; HORIZONS_SIZE="--horizon ${HORIZONS_N:-100000} --seeds 1024"
+    CTX_SEEDS=1024,32768; CTX_AGENTS=anytime-e2d,e2d,ids,ucb,ts,squarecb,epsilon-greedy; CTX_SIZE=
 fi
 step() {  # step SECONDS NAME COMMAND...
     local limit=$1 name=$2; shift 2
@@ -199,4 +207,24 @@ export -f horizons horizons_report
 export HORIZONS_SIZE
 step "${HORIZONS_LIMIT:-420}" horizons bash -c horizons
 step 60 horizons_report bash -c horizons_report
+contexts_speed() {
+    local s e
+    for s in ${CTX_SEEDS//,/ }; do
+        for e in linear-bandit contextual-linear; do
+            "$PY" benchmarks/action_scaling.py --envs "$e" --dims 3 --arms 10 --agents "$CTX_AGENTS" --seeds "$s" \
+                --horizon 20 --repeats "$REP" --json "$OUT/contexts_speed_${e}_$s.json"
+        done
+    done
+}
+contexts() {
+    XLA_PYTHON_CLIENT_PREALLOCATE=false "$PY" -m e2d_jax.cli reproduce contexts --out "$RUNS/contexts" --overwrite \
+        $CTX_SIZE --quiet | tail -n 40
+    tar -C "$RUNS" --exclude=chunks --exclude='*.pdf' --exclude=curves.npz --exclude='regret.png' \
+        --exclude='final_regret.png' -czf "$OUT/contexts.tar.gz" contexts
+    ls -l "$OUT/contexts.tar.gz"
+}
+export -f contexts_speed contexts
+export CTX_SEEDS CTX_AGENTS CTX_SIZE REP
+step 200 contexts_speed bash -c contexts_speed
+step 400 contexts bash -c contexts
 } 2>&1 | tee "$OUT/suite.log"
