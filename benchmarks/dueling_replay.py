@@ -114,6 +114,59 @@ M.main()
 """
 
 
+#: Run with the authors' Python, their ``pm.main`` arguments and the file named by
+#: ``PROBE_SPEC`` (JSON: the trace's actions and observations, and a list of probes: round,
+#: Frank-Wolfe steps, start, lambda): for each probe a fresh strategy from their factory (with
+#: ``e2d_fixed_lambda`` = the probe's lambda where it has one: their single-lambda mode), their
+#: estimator fed the trace's first round - 1 observations through ``add_observations``, its
+#: ``mu`` set to the start (the trace's previous distribution, or uniform), then their
+#: ``update_mu(fw_iter=...)``; no random draws. Prints each probe's lambda, objective and mu as JSON.
+PROBE = """
+import json, logging, os
+import numpy as np
+import pm.main as M
+
+lines = []
+
+class Catch(logging.Handler):
+    def emit(self, record):
+        msg = record.getMessage()
+        if msg.startswith('Iteration:'):
+            lines.append(msg)
+
+logging.getLogger().addHandler(Catch())
+logging.getLogger().setLevel(logging.INFO)
+
+def probe(game_factory, strategy_factory, **params):
+    spec = json.load(open(os.environ['PROBE_SPEC']))
+    game, instance = game_factory(**params)
+    out = []
+    for p in spec['probes']:
+        kwargs = dict(params)
+        if p['lam'] is not None:
+            kwargs['e2d_fixed_lambda'] = p['lam']
+        strategy = strategy_factory(game, **kwargs)
+        for a, y in zip(spec['action'][:p['round'] - 1], spec['observation'][:p['round'] - 1]):
+            strategy.add_observations(a, np.array([y]))
+        strategy.mu = np.asarray(p['start'], float)
+        strategy.update_mu(fw_iter=p['fw_iter'])
+        msg = lines[-1]
+        out.append(dict(p, start=None, t=int(strategy.t), lam_chosen=float(msg.split('lambda: ')[1].split(',')[0]),
+                        objective=float(msg.split('best_obj: ')[1]), mu=[float('%.10g' % v) for v in strategy.mu]))
+    print(json.dumps(out))
+
+M.run = probe
+M.main()
+"""
+
+
+#: The probes of their solver (``--probe-rounds``): (name, Frank-Wolfe steps, start, lambda) with
+#: lambda None for their grid over (0, sqrt(t)] and "optimum" for e2d_jax's certified lambda* of
+#: the round (their single-lambda mode, ``--e2d_fixed_lambda``).
+PROBES = (("as_run", 100, "previous", None), ("steps_1000", 1000, "previous", None), ("cold", 100, "uniform", None),
+          ("optimum_lam", 100, "previous", "optimum"), ("optimum_lam_steps_10000", 10000, "previous", "optimum"))
+
+
 def base_arms(seed, d, k):
     """The authors' random_dueling base arms of instance seed ``seed``."""
     state = np.random.RandomState(seed)
@@ -146,6 +199,45 @@ def _authors_trace(args, s):
     command = ("python -c TRACE " + " ".join(flags)).replace(out, "OUT")
     return dict(force_seed=s, horizon=args.horizon, seconds=time.perf_counter() - t0,
                 command=command + "  (TRACE: benchmarks/dueling_replay.py)", **trace)
+
+
+def run_probes(args):
+    """Their solver at rounds ``--probe-rounds`` of each trace (``PROBE``, ``PROBES``), stored in the
+    trace as ``probes``."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import e2d_jax as e2d
+    from e2d_jax.envs import dueling
+
+    store = _load(args.json)
+    model = dueling.from_base_arms(base_arms(args.instance_seed, args.d, args.k), dtype="float64").model
+    for trace in store["authors"]["traces"]:
+        probes = []
+        for r in args.probe_rounds:
+            i = r - 1
+            lam_opt = float(e2d.linear_acdec(model, np.asarray(trace["f_hat"][i]), args.d / trace["t"][i],
+                                             gap_type="delta_f", rtol=args.rtol).lam)
+            k = len(trace["mu"][0])
+            previous = trace["mu"][i - 1] if i > 0 else [1.0 / k] * k
+            for name, steps, start, lam in PROBES:
+                probes.append(dict(name=name, round=r, fw_iter=steps, start_kind=start,
+                                   start=previous if start == "previous" else [1.0 / k] * k,
+                                   lam=lam_opt if lam == "optimum" else None))
+        spec = os.path.join(tempfile.mkdtemp(), "spec.json")
+        with open(spec, "w") as f:
+            json.dump(dict(action=trace["action"], observation=trace["observation"], probes=probes), f)
+        out = tempfile.mkdtemp()
+        flags = _flags(args, trace["force_seed"], out)
+        t0 = time.perf_counter()
+        proc = subprocess.run([args.python, "-c", PROBE, *flags], check=True, env={**_env(args), "PROBE_SPEC": spec},
+                              cwd=args.run_authors, capture_output=True, text=True)
+        trace["probes"] = json.loads(proc.stdout.strip().splitlines()[-1])
+        trace["probe_command"] = ("PROBE_SPEC=SPEC python -c PROBE " + " ".join(flags)).replace(out, "OUT") + \
+            "  (PROBE: benchmarks/dueling_replay.py)"
+        print(f"probed force_seed {trace['force_seed']} at rounds {args.probe_rounds} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+        _save(args.json, store)
 
 
 def _load(path):
@@ -496,6 +588,10 @@ def main():
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=200)
     parser.add_argument("--rtol", type=float, default=1e-4, help="certificate tolerance of the optimum's solve")
+    parser.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --run-authors: trace their runs (--no-trace: only probe the stored traces)")
+    parser.add_argument("--probe-rounds", type=int, nargs="*", default=[50, 100, 200],
+                        help="with --run-authors: rounds at which their solver is probed (PROBES)")
     parser.add_argument("--closed-loop-seeds", type=int, default=0,
                         help="also run e2d_jax's Anytime-E2D with and without the cap lambda <= sqrt(t) on this many "
                              "seeds (closed loop)")
@@ -503,8 +599,10 @@ def main():
     parser.add_argument("--replay", action=argparse.BooleanOptionalAction, default=True,
                         help="replay the traces through e2d_jax (--no-replay: only trace theirs)")
     args = parser.parse_args()
-    if args.run_authors:
+    if args.run_authors and args.trace:
         run_authors(args)
+    if args.run_authors and args.probe_rounds:
+        run_probes(args)
     if args.replay:
         replay_all(args)
     if args.closed_loop_seeds:
