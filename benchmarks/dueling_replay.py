@@ -407,13 +407,31 @@ def replay(trace, args):
                   f"{np.sqrt(t):.3f}; E regret theirs {cols['their_expected_regret'][-1]:.3f} agent "
                   f"{cols['agent_expected_regret'][-1]:.3f} optimum {cols['optimum_expected_regret'][-1]:.3f} "
                   f"capped {cols['capped_expected_regret'][-1]:.3f}", flush=True)
+    probes = []
+    for p in trace.get("probes", []):
+        i = p["round"] - 1
+        f_theirs, eps2 = np.asarray(trace["f_hat"][i]), args.d / trace["t"][i]
+        mu = np.asarray(p["mu"], np.float64)
+        mu = mu / mu.sum()
+        psi_p, g_p, lam_star_p = map(float, theirs_on_ours(mu, f_theirs, eps2, p["lam_chosen"]))
+        opt = cols["optimum_value"][i]
+        probes.append(dict(name=p["name"], round=p["round"], fw_iter=p["fw_iter"], start=p["start_kind"],
+                           lam=p["lam_chosen"], sqrt_t=float(np.sqrt(trace["t"][i])), optimum_lam=cols["optimum_lam"][i],
+                           objective=p["objective"], objective_check_rel=abs(psi_p - p["objective"]) / abs(opt),
+                           objective_excess=(p["objective"] - opt) / opt, acdec_excess=(g_p - opt) / opt,
+                           tv_to_traced=0.5 * float(np.abs(mu - np.asarray(trace["mu"][i]) /
+                                                           np.sum(trace["mu"][i])).sum()),
+                           optimum_expected_regret=cols["optimum_expected_regret"][i],
+                           capped_expected_regret=cols["capped_expected_regret"][i],
+                           their_expected_regret=cols["their_expected_regret"][i],
+                           **_mu_stats(mu, regrets, informative, best, features @ f_theirs)))
     checks.update(f_hat_max_abs_diff=f_hat_diff,
                   objective_max_rel_diff=float(np.max(np.abs(np.asarray(cols["psi_at_their_lam_mu"])
                                                              - np.asarray(cols["their_objective"]))
                                                       / np.abs(np.asarray(cols["their_objective"])))),
                   eps2_max_rel_diff=float(np.max(np.abs(np.asarray(cols["agent_eps2"]) - np.asarray(cols["eps2"]))
                                                  / np.asarray(cols["eps2"]))))
-    return cols, snaps, checks
+    return cols, snaps, checks, probes
 
 
 def summarize(cols):
@@ -478,7 +496,7 @@ def replay_all(args):
         t0 = time.perf_counter()
         print(f"replay force_seed {trace['force_seed']} ({len(trace['t'])} rounds, their final regret "
               f"{trace['final_regret']:.2f})", flush=True)
-        cols, snaps, checks = replay(trace, args)
+        cols, snaps, checks, probes = replay(trace, args)
         summary = summarize(cols)
         s = summary
         print(f"  checks: {checks}")
@@ -495,11 +513,17 @@ def replay_all(args):
             print(f"  {name:8s} expected regret along the history {s[name]['expected_regret_sum']:7.2f} "
                   f"{s[name]['expected_regret_by_rounds']}; informative mass {s[name]['informative_mean']:.1%} "
                   f"{s[name]['informative_by_rounds']}; optimal self-duel {s[name]['optimal_self_duel_mean']:.1%}")
+        for p in probes:
+            print(f"  probe {p['name']:24s} round {p['round']:3d}: lambda {p['lam']:7.3f} (sqrt t {p['sqrt_t']:.3f}, "
+                  f"lambda* {p['optimum_lam']:.3f}), objective {p['objective_excess']:+.2%} over the optimum, "
+                  f"E regret {p['expected_regret']:.3f} (traced {p['their_expected_regret']:.3f}, capped "
+                  f"{p['capped_expected_regret']:.3f}, optimum {p['optimum_expected_regret']:.3f}), informative "
+                  f"{p['informative']:.1%}, TV to the traced mu {p['tv_to_traced']:.2g}")
         print(f"  realized regret {s['realized_regret']:.2f}; TV(their, agent) mean {s['tv']['their_agent']['mean']:.2f} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
         store["replays"].append(dict(force_seed=trace["force_seed"], horizon=trace["horizon"],
                                      final_regret=trace["final_regret"], checks=checks, summary=summary,
-                                     snapshots=snaps,
+                                     snapshots=snaps, probes=probes,
                                      per_round={k: [float("%.8g" % x) for x in v] for k, v in cols.items()}))
         _save(args.json, store)
 

@@ -43,7 +43,6 @@ from e2d_jax.sim.rollout import rollout as rollout
 from e2d_jax.sim.simulate import enable_compilation_cache as enable_compilation_cache
 from e2d_jax.sim.simulate import simulate as simulate
 from e2d_jax.sim.summaries import hparam_grid as hparam_grid
-from e2d_jax.sim.summaries import solver_summary as solver_summary
 from e2d_jax.sim.summaries import valid_seeds as valid_seeds
 from e2d_jax.types import ActInfo as ActInfo
 from e2d_jax.types import Agent as Agent
@@ -65,5 +64,5 @@ __all__ = [
     "tune_lambda", "ucb",
     # simulation
     "Results", "Simulation", "enable_compilation_cache", "hparam_grid", "instance_key", "instance_keys", "rollout",
-    "simulate", "solver_summary", "valid_seeds",
+    "simulate", "valid_seeds",
 ]
