@@ -3,8 +3,9 @@
 (``--seed=0 --d=3 --k=10``: K = 100 pair actions, f* = e_1, unit noise).
 
 Why: at n = 200 their Anytime-E2D has a final regret of about 131 and e2d_jax's ``anytime_e2d()``
-(the same algorithm: ridge with V_0 = I, eps_t^2 = d / t, gaps Delta_f, divergence
-||M (g - f)||^2) about 99 (``benchmarks/dueling_agreement.py``). This script measures, on the same
+(the same algorithm: ridge with V_0 = I, eps_t^2 = 3 / t (their d / t; e2d_jax's r / t with r the
+observable span's dimension, 3 here), gaps Delta_f, divergence ||M (g - f)||^2) about 99
+(``benchmarks/dueling_agreement.py``). This script measures, on the same
 history, where the two sampling distributions differ and what the difference costs.
 
 What: ``--run-authors`` traces their unmodified code, one process per seed (``--force-seeds``):
@@ -26,25 +27,41 @@ float64: the ridge estimator updated with their actions and observations, and in
 * ``optimum``: ``e2d.linear_acdec(model, f_hat, eps2, gap_type="delta_f")`` solved to a tight
   certificate (``rtol`` = ``--rtol``), cold: the ac-DEC's value, lower bound, lambda and mu;
 * ``capped``: the best over their lambda grid {sqrt(t) j / 99 : j = 1..99} of the offset DEC solved
-  to a certificate plus lambda eps^2 (``e2d.linear_offset_dec``, all 99 lambdas in one vmapped
-  solve): the ac-DEC restricted to their lambda range, and the mu at the best grid point;
+  to a certificate (``e2d_jax.dec.linear.solve_offset`` by interior point, all 99 lambdas in one
+  vmapped solve) plus lambda eps^2: the ac-DEC restricted to their lambda range, and the mu at the
+  best grid point;
 
 and for each mu: the expected regret under f* (sum_a mu_a (max_b <phi_b, f*> - <phi_a, f*>)), the
-mass on informative pairs (pairs (a, b), a != b) and on the optimal self-duel, and the
-expected estimated gap mu . (max r - r) at f_hat. The summaries: their objective's relative excess
-over the certified optimum, split into what the cap on lambda costs (capped - optimum) and what
-their Frank-Wolfe solve costs (theirs - capped); the share of rounds whose certified lambda lies
-beyond sqrt(t) and of rounds where their lambda is the cap sqrt(t); the summed expected regret of
-each mu along their history (a counterfactual cost of the one round's choice, the history held
-fixed); and the total variation between their mu and e2d_jax's.
+part of it on informative pairs, the mass on informative pairs (pairs (a, b), a != b) and on the
+optimal self-duel, and the expected estimated gap mu . (max r - r) at f_hat. The summaries: their
+objective's relative excess over the certified optimum, split into what the cap on lambda costs
+(capped - optimum) and what their Frank-Wolfe solve costs (theirs - capped); the share of rounds
+whose certified lambda lies beyond sqrt(t) and of rounds where their lambda is the cap sqrt(t);
+the summed expected regret of each mu along their history (what each round's choice costs with
+the history held fixed); and total variations between the distributions over unordered pairs
+((a, b) and (b, a) have the same features and, up to sign, the same observation map).
+
+``--probe-rounds`` (with ``--run-authors``) probes their solver at a few rounds of each trace
+(``PROBE``, ``PROBES``): a fresh strategy from their factory, fed the trace's observations
+through ``add_observations``, its ``mu`` set to the trace's previous distribution (or uniform),
+then their ``update_mu`` with 100 (as run: reproduces the traced mu), 1,000 or 10,000
+Frank-Wolfe steps, on their grid or at e2d_jax's certified lambda* (their single-lambda mode,
+``e2d_fixed_lambda``). The replay evaluates each probe's mu as above.
+
+``--closed-loop-seeds N`` runs e2d_jax's Anytime-E2D and the same agent with lambda restricted to
+(0, sqrt(t)] (``capped_anytime_e2d``: the offset DEC at sqrt(t), solved exactly, where the
+certified lambda* exceeds it) on the same N seeds: what their cap alone costs, in closed loop.
 
 Run:  python benchmarks/dueling_replay.py --run-authors /path/to/pm-ids --python /path/to/their/python \\
-          --json benchmarks/results/cpu-2core/dueling_replay_n200.json --horizon 200 [--force-seeds 1 2] [--jobs 2]
+          --json benchmarks/results/cpu-2core/dueling_replay_n200.json --horizon 200 [--force-seeds 1 2] [--jobs 2] \\
+          [--probe-rounds 50 100 200] [--closed-loop-seeds 100] [--verbose]
       python benchmarks/dueling_replay.py --json benchmarks/results/cpu-2core/dueling_replay_n200.json
+          (the replay alone, from the stored traces and probes; no need for their code)
 
 Their code needs NumPy 1.x (1.26.4 works), SciPy, pandas, osqp, matplotlib and GPy in its own
 environment; their Anytime-E2D takes 1.5 to 3 s a round here (99 lambdas x 99 Frank-Wolfe steps),
-so a trace of 200 rounds takes 5 to 10 minutes. The replay takes a few minutes a trace.
+so a trace of 200 rounds takes 5 to 15 minutes (2-core machine under load); the probes about 5
+minutes a trace, the replay 2 to 3 minutes a trace, the closed loop (100 seeds) about 6 minutes.
 """
 import argparse
 import json
@@ -240,6 +257,15 @@ def run_probes(args):
         _save(args.json, store)
 
 
+#: The results file's description.
+WHAT = ("the authors' Anytime-E2D (kirschnj/pm-ids, branch e2d, e2d --e2d_anytime_lambda=1 --e2d_delta_f=1) on "
+        "random_dueling --seed=0 --d=3 --k=10, traced round by round (authors.traces: their estimate, distribution, "
+        "lambda, objective, action, observation, regret), probed (authors.traces[].probes: their solver with more "
+        "steps, a cold start, or at e2d_jax's certified lambda), replayed through e2d_jax's estimator, Anytime-E2D "
+        "agent and certified DEC solvers (replays), and e2d_jax's Anytime-E2D with and without lambda <= sqrt(t) in "
+        "closed loop (closed_loop); made by benchmarks/dueling_replay.py")
+
+
 def _load(path):
     return json.loads(open(path).read()) if path and os.path.exists(path) else None
 
@@ -278,8 +304,22 @@ SNAPSHOT_ROUNDS = (1, 2, 3, 5, 10, 20, 50, 100, 150, 200)
 def _mu_stats(mu, regrets, informative, best, r):
     """Per-distribution numbers: expected regret under f*, mass on informative pairs and on the
     optimal self-duel, expected estimated gap at f_hat (rewards r)."""
-    return dict(expected_regret=float(mu @ regrets), informative=float(mu @ informative), optimal=float(mu[best]),
+    return dict(expected_regret=float(mu @ regrets), regret_informative=float(mu @ (regrets * informative)),
+                informative=float(mu @ informative), optimal=float(mu[best]),
                 estimated_gap=float(mu @ (r.max() - r)))
+
+
+def _unordered(mu, k):
+    """Mass on unordered pairs {a, b} (the upper triangle with the diagonal): (a, b) and (b, a)
+    have the same features and observation maps up to sign, so they are the same action to both
+    algorithms."""
+    m = mu.reshape(k, k)
+    return (np.triu(m + m.T, 1) + np.diag(np.diag(m)))[np.triu_indices(k)]
+
+
+def _tv(mu, nu, k):
+    """Total variation between two distributions over unordered pairs."""
+    return 0.5 * float(np.abs(_unordered(mu, k) - _unordered(nu, k)).sum())
 
 
 def _top(mu, n=5):
@@ -391,9 +431,11 @@ def replay(trace, args):
         for name, mu in (("their", mu_a), ("agent", mu_g), ("optimum", mu_o), ("capped", mu_c)):
             for key, v in _mu_stats(mu, regrets, informative, best, r).items():
                 add(f"{name}_{key}", v)
-        add("tv_their_agent", 0.5 * float(np.abs(mu_a - mu_g).sum()))
-        add("tv_their_optimum", 0.5 * float(np.abs(mu_a - mu_o).sum()))
-        add("tv_agent_optimum", 0.5 * float(np.abs(mu_g - mu_o).sum()))
+        add("tv_their_agent", _tv(mu_a, mu_g, args.k))
+        add("tv_their_optimum", _tv(mu_a, mu_o, args.k))
+        add("tv_their_capped", _tv(mu_a, mu_c, args.k))
+        add("tv_agent_optimum", _tv(mu_g, mu_o, args.k))
+        add("tv_capped_optimum", _tv(mu_c, mu_o, args.k))
         add("action", trace["action"][i])
         add("realized_regret", trace["regret"][i])
         if i + 1 in SNAPSHOT_ROUNDS:
@@ -416,9 +458,11 @@ def replay(trace, args):
         psi_p, g_p, lam_star_p = map(float, theirs_on_ours(mu, f_theirs, eps2, p["lam_chosen"]))
         opt = cols["optimum_value"][i]
         probes.append(dict(name=p["name"], round=p["round"], fw_iter=p["fw_iter"], start=p["start_kind"],
-                           lam=p["lam_chosen"], sqrt_t=float(np.sqrt(trace["t"][i])), optimum_lam=cols["optimum_lam"][i],
+                           lam=p["lam_chosen"], sqrt_t=float(np.sqrt(trace["t"][i])),
+                           optimum_lam=cols["optimum_lam"][i],
                            objective=p["objective"], objective_check_rel=abs(psi_p - p["objective"]) / abs(opt),
                            objective_excess=(p["objective"] - opt) / opt, acdec_excess=(g_p - opt) / opt,
+                           best_lam_for_mu=lam_star_p,
                            tv_to_traced=0.5 * float(np.abs(mu - np.asarray(trace["mu"][i]) /
                                                            np.sum(trace["mu"][i])).sum()),
                            optimum_expected_regret=cols["optimum_expected_regret"][i],
@@ -475,11 +519,25 @@ def summarize(cols):
                          informative_mean=float(np.mean(c[f"{name}_informative"])),
                          informative_by_rounds={k: float(np.mean(c[f"{name}_informative"][s]))
                                                 for k, s in phases.items()},
+                         expected_regret_sum_informative=float(np.sum(c[f"{name}_regret_informative"])),
                          optimal_self_duel_mean=float(np.mean(c[f"{name}_optimal"])),
                          estimated_gap_mean=float(np.mean(c[f"{name}_estimated_gap"])))
-    out["tv"] = dict(their_agent=stat(c["tv_their_agent"]), their_optimum=stat(c["tv_their_optimum"]),
-                     agent_optimum=stat(c["tv_agent_optimum"]))
+    out["tv_unordered_pairs"] = {k: stat(c[f"tv_{k}"]) for k in ("their_agent", "their_optimum", "their_capped",
+                                                                  "agent_optimum", "capped_optimum")}
     return out
+
+
+def _cli_final(args, trace):
+    """Their command line's final regret for the trace's seed (``--reference``, the runs of
+    ``benchmarks/dueling_agreement.py``), next to the trace's: the trace's loop makes the same draws."""
+    ref = _load(args.reference)
+    for run in (ref or {}).get("runs", []):
+        if run["strategy"] == "anytime-e2d" and run["horizon"] == trace["horizon"]:
+            for final, cmd in zip(run["final_regret"], run["commands"]):
+                if f"--force_seed={trace['force_seed']} " in cmd + " ":
+                    return dict(command=final, trace=trace["final_regret"],
+                                equal_to_1e_6=abs(final - trace["final_regret"]) <= 1e-6)
+    return None
 
 
 def replay_all(args):
@@ -491,12 +549,14 @@ def replay_all(args):
     store = _load(args.json)
     if not store or not store.get("authors", {}).get("traces"):
         raise SystemExit(f"{args.json}: no traces of the authors' runs (run with --run-authors first)")
-    store.update(jax=jax.__version__, e2d_jax=e2d.__version__, dtype="float64", optimum_rtol=args.rtol, replays=[])
+    store.update(what=WHAT, jax=jax.__version__, e2d_jax=e2d.__version__, dtype="float64", optimum_rtol=args.rtol,
+                 replays=[])
     for trace in store["authors"]["traces"]:
         t0 = time.perf_counter()
         print(f"replay force_seed {trace['force_seed']} ({len(trace['t'])} rounds, their final regret "
               f"{trace['final_regret']:.2f})", flush=True)
         cols, snaps, checks, probes = replay(trace, args)
+        checks["final_regret_as_their_command"] = _cli_final(args, trace)
         summary = summarize(cols)
         s = summary
         print(f"  checks: {checks}")
@@ -511,7 +571,9 @@ def replay_all(args):
               f"{s['lam']['optimum_over_sqrt_t']}, theirs {s['lam']['their_over_sqrt_t']}")
         for name in ("their", "agent", "optimum", "capped"):
             print(f"  {name:8s} expected regret along the history {s[name]['expected_regret_sum']:7.2f} "
-                  f"{s[name]['expected_regret_by_rounds']}; informative mass {s[name]['informative_mean']:.1%} "
+                  f"{s[name]['expected_regret_by_rounds']} (informative pairs "
+                  f"{s[name]['expected_regret_sum_informative']:.2f}); informative mass "
+                  f"{s[name]['informative_mean']:.1%} "
                   f"{s[name]['informative_by_rounds']}; optimal self-duel {s[name]['optimal_self_duel_mean']:.1%}")
         for p in probes:
             print(f"  probe {p['name']:24s} round {p['round']:3d}: lambda {p['lam']:7.3f} (sqrt t {p['sqrt_t']:.3f}, "
@@ -519,7 +581,11 @@ def replay_all(args):
                   f"E regret {p['expected_regret']:.3f} (traced {p['their_expected_regret']:.3f}, capped "
                   f"{p['capped_expected_regret']:.3f}, optimum {p['optimum_expected_regret']:.3f}), informative "
                   f"{p['informative']:.1%}, TV to the traced mu {p['tv_to_traced']:.2g}")
-        print(f"  realized regret {s['realized_regret']:.2f}; TV(their, agent) mean {s['tv']['their_agent']['mean']:.2f} "
+        print(f"  realized regret {s['realized_regret']:.2f}; TV over unordered pairs: theirs-optimum mean "
+              f"{s['tv_unordered_pairs']['their_optimum']['mean']:.2f}, theirs-capped "
+              f"{s['tv_unordered_pairs']['their_capped']['mean']:.2f}, capped-optimum "
+              f"{s['tv_unordered_pairs']['capped_optimum']['mean']:.2f}, agent-optimum "
+              f"{s['tv_unordered_pairs']['agent_optimum']['mean']:.2f} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
         store["replays"].append(dict(force_seed=trace["force_seed"], horizon=trace["horizon"],
                                      final_regret=trace["final_regret"], checks=checks, summary=summary,
@@ -590,6 +656,12 @@ def closed_loop(args):
     m, lo, hi = _ci(finals["capped_sqrt_t"] - finals["anytime_e2d"])
     out["paired_difference"] = dict(mean=m, ci95=[lo, hi])
     print(f"closed loop capped - uncapped (paired): {m:.2f} [{lo:.2f}, {hi:.2f}]", flush=True)
+    for run in (_load(args.reference) or {}).get("runs", []):
+        if run["strategy"] == "anytime-e2d" and run["horizon"] == args.horizon:
+            m, lo, hi = _ci(run["final_regret"])
+            out["authors_command_line"] = dict(mean=m, ci95=[lo, hi], seeds=len(run["final_regret"]),
+                                               source=os.path.basename(args.reference))
+            print(f"their command line (--reference): {m:.2f} [{lo:.2f}, {hi:.2f}] ({len(run['final_regret'])} seeds)")
     return out
 
 
@@ -611,6 +683,8 @@ def main():
     parser.add_argument("--d", type=int, default=3)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--horizon", type=int, default=200)
+    parser.add_argument("--reference", default="benchmarks/results/cpu-2core/pm_ids_dueling_n200.json",
+                        help="their command line's runs (benchmarks/dueling_agreement.py), to check the traces against")
     parser.add_argument("--rtol", type=float, default=1e-4, help="certificate tolerance of the optimum's solve")
     parser.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
                         help="with --run-authors: trace their runs (--no-trace: only probe the stored traces)")
@@ -632,7 +706,7 @@ def main():
     if args.closed_loop_seeds:
         result = closed_loop(args)
         store = _load(args.json) or {}
-        store["closed_loop"] = result
+        store.update(what=WHAT, closed_loop=result)
         _save(args.json, store)
 
 

@@ -56,7 +56,8 @@ class ContextualParams(NamedTuple):
       model: the model of context 0, the shapes (K, d, m) every context shares; what the
         learner is given before the first round (agents' ``init``) and what the checks read.
       contexts: every context's :class:`~e2d_jax.envs.linear.LinearModel`, stacked (each leaf
-        with a leading (L,) axis).
+        with a leading (L,) axis); the noise level and the bound S are ``model``'s, the same
+        in every context.
       probs: (L,) the context distribution.
       theta: (d,) f*, the same in every context.
     """
@@ -85,6 +86,8 @@ def round_instance(key: jax.Array, params: ContextualParams, t: jax.Array) -> Li
     del t
     c = draw_context(key, params.probs)
     model = jax.tree_util.tree_map(lambda x: x[c], params.contexts)
+    # The noise level and the bound on ||f*|| are every context's: no gather for them.
+    model = model._replace(sigma=params.model.sigma, radius=params.model.radius)
     return LinearEnvParams(model=model, theta=params.theta)
 
 
