@@ -48,9 +48,9 @@
 #                     run's agents at their defaults); its summary.json kept
 #   horizons_report   the growth exponents' report and figure (horizons.md, .json, .png) with the sweeps'
 #                     summaries and tables (not the curves) in OUT/horizons.tar.gz
-#   contexts_speed    action_scaling.py: a contextual round (contextual-linear, 10 contexts) against a round
-#                     without contexts (linear-bandit), d = 3, K = 10, every agent and the regression-oracle
-#                     baselines, at 1,024 and 32,768 seeds (its JSONs)
+#   contexts_speed    contexts_speed.py: a contextual round (contextual-linear, 10 contexts, and fresh features
+#                     every round) against a round without contexts (linear-bandit), d = 3, K = 10, called
+#                     alternately, every agent and the regression-oracle baselines, at 1,024 and 32,768 seeds
 #   contexts          e2d-jax reproduce contexts at its accelerator default (n = 2,000, 100 seeds, every
 #                     contextual family and dataset; needs scikit-learn: the data extra), its report, JSON and
 #                     figure in OUT/contexts.tar.gz
@@ -208,12 +208,10 @@ export HORIZONS_SIZE
 step "${HORIZONS_LIMIT:-420}" horizons bash -c horizons
 step 60 horizons_report bash -c horizons_report
 contexts_speed() {
-    local s e
+    local s
     for s in ${CTX_SEEDS//,/ }; do
-        for e in linear-bandit contextual-linear; do
-            "$PY" benchmarks/action_scaling.py --envs "$e" --dims 3 --arms 10 --agents "$CTX_AGENTS" --seeds "$s" \
-                --horizon 20 --repeats "$REP" --json "$OUT/contexts_speed_${e}_$s.json"
-        done
+        "$PY" benchmarks/contexts_speed.py --agents "$CTX_AGENTS" --fresh --seeds "$s" --horizon 20 \
+            --repeats "$REP" --json "$OUT/contexts_speed_$s.json"
     done
 }
 contexts() {

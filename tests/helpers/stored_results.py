@@ -1,7 +1,8 @@
 """Per-seed results of environments without contexts, stored so that a change of the simulator
 (contexts, the round's instance) can be checked against them.
 
-``python tests/helpers/stored_results.py OUT.npz`` writes them, in a process of its own with
+``python tests/helpers/stored_results.py OUT.npz [AGENT,...]`` writes them (every agent, or
+those named), in a process of its own with
 fixed settings (x64 enabled, as the tests run: float32 instances then still compute some
 scalars in float64; XLA's CPU optimisation level 0, whose float rounding differs from level
 1's), so that the stored file and the test's fresh run compare whatever the test run's flags.
@@ -38,12 +39,12 @@ def _agent(name, env):
     return {"ids": e2d.ids, "ucb": e2d.ucb, "ts": e2d.thompson_sampling}[name]()
 
 
-def compute() -> dict:
+def compute(agents=AGENTS) -> dict:
     """``{env/agent/regret: (seeds, R), env/agent/action_counts: (seeds, K)}`` in float32."""
     out = {}
     for env, options in CASES:
         _, params, _ = registry.build_instance(env, 0, options, "float32")
-        for name in AGENTS:
+        for name in agents:
             sim = e2d.simulate(params, _agent(name, env), horizon=HORIZON, num_seeds=SEEDS, record_every=EVERY)
             out[f"{env}/{name}/regret"] = np.asarray(sim.result.regret)
             out[f"{env}/{name}/action_counts"] = np.asarray(sim.result.action_counts)
@@ -52,4 +53,4 @@ def compute() -> dict:
 
 if __name__ == "__main__":
     jax.config.update("jax_enable_x64", True)
-    np.savez_compressed(sys.argv[1], **compute())
+    np.savez_compressed(sys.argv[1], **compute(tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else AGENTS))
