@@ -21,10 +21,19 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 UNROLL_MAX_DIM = 12
 #: Largest d whose :func:`psd_solve` is unrolled on CPU (other platforms: ``UNROLL_MAX_DIM``).
 CPU_SOLVE_UNROLL_MAX_DIM = 6
+
+#: jaxlib's CPU LAPACK kernels (the Cholesky factorisation and the triangular solves) split a
+#: batch of about this many multiply-adds or more over XLA's intra-op thread pool and block the
+#: pool thread that called them until the pieces finish, so two such calls that XLA runs at
+#: once (independent operations of one program, or the programs of two host devices) can hold
+#: every pool thread and never finish; a smaller batch runs in its calling thread. Every
+#: LAPACK call of the library on CPU is cut into batches below it (:func:`lapack_call`).
+LAPACK_INLINE_WORK = 200_000
 
 #: Relative tolerance of :func:`numerical_rank`, in units of the dtype's machine epsilon
 #: times the matrix size: eigenvalues below ``RANK_RTOL_ULPS * n * eps * max eigenvalue``
@@ -48,6 +57,53 @@ def numerical_rank(matrix) -> int:
     dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.float64
     tol = rank_tolerance(max(float(ev.max()), 0.0), arr.shape[-1], dtype)
     return max(1, int(np.sum(ev > tol)))
+
+
+def lapack_work(*shapes) -> int:
+    """A bound on a LAPACK call's multiply-adds per matrix of its batch: the largest
+    m n max(m, n) over its operands' trailing (m, n)."""
+    return max(m * n * max(m, n) for *_, m, n in shapes)
+
+
+def _in_inline_batches(fn, *args):
+    """``fn(*args)`` for operands with one leading batch axis, run on pieces of the batch small
+    enough that each LAPACK call of ``fn`` runs in its calling thread (a ``lax.map`` over the
+    pieces; the last piece padded with copies of the first matrix)."""
+    n = args[0].shape[0]
+    piece = max(1, (LAPACK_INLINE_WORK - 1) // lapack_work(*(a.shape for a in args)))
+    if n <= piece:
+        return fn(*args)
+    steps = -(-n // piece)
+    pad = steps * piece - n
+    if pad:
+        args = [jnp.concatenate([a, jnp.broadcast_to(a[:1], (pad,) + a.shape[1:])]) for a in args]
+    out = lax.map(lambda xs: fn(*xs), tuple(a.reshape((steps, piece) + a.shape[1:]) for a in args))
+    return out.reshape((steps * piece,) + out.shape[2:])[:n]
+
+
+def lapack_call(fn):
+    """``fn`` (operands (..., m, n) with matching leading axes, one array out) with its LAPACK
+    calls kept below :data:`LAPACK_INLINE_WORK` on CPU: every batch axis, those of ``vmap``
+    included, is flattened into one and run in pieces (:func:`_in_inline_batches`). Other
+    platforms call ``fn`` as it is."""
+
+    @jax.custom_batching.custom_vmap
+    def pieces(*args):
+        batch = jnp.broadcast_shapes(*(a.shape[:-2] for a in args))
+        flat = [jnp.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:]) for a in args]
+        out = _in_inline_batches(fn, *flat)
+        return out.reshape(batch + out.shape[1:])
+
+    @pieces.def_vmap
+    def _batched(axis_size, in_batched, *args):
+        # The new axis joins the operands' own batch axes; the next vmap (if any) comes back here.
+        args = [a if batched else jnp.broadcast_to(a, (axis_size,) + a.shape) for a, batched in zip(args, in_batched)]
+        return pieces(*args), True
+
+    def call(*args):
+        return lax.platform_dependent(*args, cpu=pieces, default=fn)
+
+    return call
 
 
 def _pivot_floor(v):
@@ -135,11 +191,17 @@ def _unrolled_solve(v, rhs):
     return _substitute(_cholesky_entries(v), rhs)
 
 
-def _library_solve(v, rhs):
-    """LAPACK's Cholesky factorisation (after the pivot floor as a diagonal shift) and solves."""
+def _lapack_solve(v, rhs):
     shift = _pivot_floor(v)[..., None, None] * jnp.eye(v.shape[-1], dtype=v.dtype)
     factor = jnp.linalg.cholesky(v + shift)
     return jax.scipy.linalg.cho_solve((factor, True), rhs)
+
+
+#: LAPACK's Cholesky factorisation (after the pivot floor as a diagonal shift) and solves.
+_library_solve = lapack_call(_lapack_solve)
+_library_cholesky = lapack_call(lambda v: jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None]
+                                                              * jnp.eye(v.shape[-1], dtype=v.dtype)))
+_library_cho_solve = lapack_call(lambda low, rhs: jax.scipy.linalg.cho_solve((low, True), rhs))
 
 
 def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
@@ -147,7 +209,7 @@ def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
     (``reciprocal``: see the module docstring)."""
     d = v.shape[-1]
     if d > UNROLL_MAX_DIM:
-        return jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None] * jnp.eye(d, dtype=v.dtype))
+        return _library_cholesky(v)
     low = _cholesky_entries(v, reciprocal)
     zero = jnp.zeros_like(v[..., 0, 0])
     rows = [jnp.stack([low[i][j] if j <= i else zero for j in range(d)], -1) for i in range(d)]
@@ -164,7 +226,7 @@ def cholesky_solve(low: jax.Array, rhs: jax.Array, reciprocal: bool = False) -> 
     vector = rhs.ndim == low.ndim - 1
     rhs2 = rhs[..., None] if vector else rhs
     if d > UNROLL_MAX_DIM:
-        x = jax.scipy.linalg.cho_solve((low, True), rhs2)
+        x = _library_cho_solve(low, rhs2)
     else:
         x = _substitute([[low[..., i, j] for j in range(d)] for i in range(d)], rhs2, reciprocal)
     return x[..., 0] if vector else x

@@ -13,7 +13,8 @@ devices and runs a layout's calls on them:
 * host devices compile once: on CPU every call runs the first device's executable (a CPU
   executable is bound to the device it was compiled for); other platforms compile one
   executable per device;
-* a program with a large batched LAPACK call runs its calls one at a time
+* a program with a large batched LAPACK call (one of its own: the library cuts its calls into
+  small batches, :func:`e2d_jax._linalg.lapack_call`) runs its calls one at a time
   (:func:`lapack_blocks_threads`).
 
 Compiled executables are kept in memory (:func:`compiled`, keyed by the environment, the
@@ -39,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from e2d_jax import _linalg
 from e2d_jax.sim.layout import Layout
 from e2d_jax.sim.program import Program
 from e2d_jax.sim.rollout import rollout, run_keys
@@ -67,7 +69,7 @@ def _gather(stack, index):
 _SIZED_LAPACK = ("potrf", "trsm")
 #: Below this many multiply-adds (a bound on each kernel's own measure of a batch's work) a
 #: batched LAPACK call runs in its calling thread.
-_LAPACK_INLINE_WORK = 200_000
+_LAPACK_INLINE_WORK = _linalg.LAPACK_INLINE_WORK
 
 
 def lapack_blocks_threads(program_text: str) -> bool:
@@ -75,9 +77,10 @@ def lapack_blocks_threads(program_text: str) -> bool:
 
     jaxlib's CPU LAPACK kernels split a large batch over XLA's intra-op thread pool and wait
     for the pieces from a pool thread; two such calls at once (two host devices, one call
-    each) can occupy every pool thread while waiting, and never finish (seen with TS at
-    d = 30: the Cholesky factors of 64 matrices of 30 x 30). A batch whose work is below
-    ``_LAPACK_INLINE_WORK`` runs in the calling thread and cannot block. This bounds each
+    each, or two independent calls of one program) can occupy every pool thread while
+    waiting, and never finish. A batch whose work is below ``_LAPACK_INLINE_WORK`` runs in
+    the calling thread and cannot block; the library's own calls are cut into such batches
+    (:func:`e2d_jax._linalg.lapack_call`), so this finds the large calls of one's own code. This bounds each
     Cholesky factorisation and triangular solve by batch x m x n x max(m, n) multiply-adds
     from its operand shapes in the StableHLO text; any other LAPACK call counts as large.
     """

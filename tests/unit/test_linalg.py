@@ -1,7 +1,12 @@
 """The shared small linear algebra (``e2d_jax._linalg``) against NumPy's float64 solves."""
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import procs
 import pytest
 
 from e2d_jax import _linalg
@@ -87,3 +92,47 @@ def test_cholesky_solve_matches_float64_reference(d, reciprocal):
     xm = np.asarray(jax.vmap(lambda v, r: _linalg.cholesky_solve(_linalg.psd_cholesky(v, reciprocal), r[:, None],
                                                                   reciprocal))(v, rhs))[..., 0]
     np.testing.assert_allclose(xm, x, rtol=1e-5, atol=1e-5 * np.abs(x).max())
+
+
+def test_lapack_calls_in_pieces_equal_one_call_bit_for_bit():
+    """A batch cut into pieces below LAPACK_INLINE_WORK (2,000 lanes of 10 x 10 with ten
+    right-hand sides, and the lanes of a nested vmap, 30 x 30 Cholesky factors) gives the
+    bits of the kernel called on each matrix: every matrix is factorised on its own either way."""
+    v = _spd(jax.random.key(0), 2000, 10)
+    rhs = jax.random.normal(jax.random.key(1), (2000, 10, 10), jnp.float32)
+    assert 2000 * _linalg.lapack_work(v.shape, rhs.shape) > _linalg.LAPACK_INLINE_WORK
+    pieces = np.asarray(jax.jit(jax.vmap(_linalg._library_solve))(v, rhs))
+    whole = np.asarray(jax.jit(_linalg._lapack_solve)(v, rhs))
+    np.testing.assert_array_equal(pieces, whole)
+    nested = np.asarray(jax.jit(jax.vmap(jax.vmap(_linalg._library_solve)))(v.reshape(40, 50, 10, 10),
+                                                                             rhs.reshape(40, 50, 10, 10)))
+    np.testing.assert_array_equal(nested.reshape(pieces.shape), whole)
+    big = _spd(jax.random.key(2), 64, 30)
+    low = np.asarray(jax.jit(jax.vmap(_linalg.psd_cholesky))(big))
+    np.testing.assert_allclose(low @ np.swapaxes(low, -1, -2), np.asarray(big), rtol=1e-4, atol=1e-3)
+
+
+def test_large_lapack_batches_running_at_once_finish():
+    """Two independent large batched solves in one program, on a two-CPU process (XLA's thread
+    pool then has two threads): cut into pieces that run in their calling threads, they finish
+    (a kernel that split each batch over the pool would hold both threads and never return)."""
+    code = (
+        "import os\n"
+        "os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])\n"
+        "import jax, jax.numpy as jnp\n"
+        "from e2d_jax import _linalg\n"
+        "def body(i, c):\n"
+        "    a, b, x, y = c\n"
+        "    x, y = _linalg.psd_solve(a, x), _linalg.psd_solve(b, y)\n"
+        "    return a, b, x / jnp.linalg.norm(x), y / jnp.linalg.norm(y)\n"
+        "a = jnp.broadcast_to(2.0 * jnp.eye(10) + 0.1, (2000, 10, 10))\n"
+        "x = jnp.ones((2000, 10, 10))\n"
+        "out = jax.jit(jax.vmap(lambda *c: jax.lax.fori_loop(0, 50, body, c)))(a, 1.5 * a, x, x)\n"
+        "print(bool(jnp.all(jnp.isfinite(jax.block_until_ready(out[2])))))\n"
+    )
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    proc = subprocess.run([sys.executable, "-c", code], env=procs.cli_env(), capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["True"]

@@ -169,16 +169,18 @@ def test_host_devices_compile_once(tmp_path):
 
 def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
     """Host-device slices run at once unless a LAPACK call may wait on XLA's thread pool: the
-    linear DEC's solves at the Experiment 2 shape (64 lanes of 10 x 10) run at once, TS's
-    Cholesky factors at d = 30 and any unsized LAPACK call (an eigendecomposition) one slice
-    at a time."""
+    library's own solves and factorisations are cut into batches that do not (the linear DEC's
+    at the Experiment 2 shape and at 1,000 lanes, TS's Cholesky factors at d = 30), so their
+    slices run at once; a large batched call of one's own and any unsized LAPACK call (an
+    eigendecomposition) one slice at a time."""
     def text(fn, *shapes):
         return jax.jit(jax.vmap(fn)).lower(*[jnp.ones(s, jnp.float32) for s in shapes]).as_text()
 
     exp2 = text(_linalg.psd_solve, (CPU_LANES, 10, 10), (CPU_LANES, 10, 10))
     assert "lapack" in exp2 and not lapack_blocks_threads(exp2)
-    assert lapack_blocks_threads(text(_linalg.psd_cholesky, (CPU_LANES, 30, 30)))
-    assert lapack_blocks_threads(text(_linalg.psd_solve, (1000, 10, 10), (1000, 10, 10)))
+    assert not lapack_blocks_threads(text(_linalg.psd_cholesky, (CPU_LANES, 30, 30)))
+    assert not lapack_blocks_threads(text(_linalg.psd_solve, (1000, 10, 10), (1000, 10, 10)))
+    assert lapack_blocks_threads(text(jnp.linalg.cholesky, (CPU_LANES, 30, 30)))
     assert lapack_blocks_threads(text(lambda v: jnp.linalg.eigh(v)[0], (CPU_LANES, 3, 3)))
     assert not lapack_blocks_threads(text(_linalg.psd_solve, (CPU_LANES, 3, 3), (CPU_LANES, 3, 3)))
 
