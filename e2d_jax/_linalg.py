@@ -191,17 +191,23 @@ def _unrolled_solve(v, rhs):
     return _substitute(_cholesky_entries(v), rhs)
 
 
+def _lapack_cholesky(v):
+    """LAPACK's Cholesky factorisation after the pivot floor as a diagonal shift."""
+    return jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None] * jnp.eye(v.shape[-1], dtype=v.dtype))
+
+
+def _lapack_cho_solve(low, rhs):
+    return jax.scipy.linalg.cho_solve((low, True), rhs)
+
+
 def _lapack_solve(v, rhs):
-    shift = _pivot_floor(v)[..., None, None] * jnp.eye(v.shape[-1], dtype=v.dtype)
-    factor = jnp.linalg.cholesky(v + shift)
-    return jax.scipy.linalg.cho_solve((factor, True), rhs)
+    return _lapack_cho_solve(_lapack_cholesky(v), rhs)
 
 
-#: LAPACK's Cholesky factorisation (after the pivot floor as a diagonal shift) and solves.
+#: The LAPACK forms as the library calls them (in batches below ``LAPACK_INLINE_WORK`` on CPU).
 _library_solve = lapack_call(_lapack_solve)
-_library_cholesky = lapack_call(lambda v: jnp.linalg.cholesky(v + _pivot_floor(v)[..., None, None]
-                                                              * jnp.eye(v.shape[-1], dtype=v.dtype)))
-_library_cho_solve = lapack_call(lambda low, rhs: jax.scipy.linalg.cho_solve((low, True), rhs))
+_library_cholesky = lapack_call(_lapack_cholesky)
+_library_cho_solve = lapack_call(_lapack_cho_solve)
 
 
 def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
