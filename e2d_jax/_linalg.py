@@ -85,7 +85,7 @@ def lapack_call(fn):
     """``fn`` (operands (..., m, n) with matching leading axes, one array out) with its LAPACK
     calls kept below :data:`LAPACK_INLINE_WORK` on CPU: every batch axis, those of ``vmap``
     included, is flattened into one and run in pieces (:func:`_in_inline_batches`). Other
-    platforms call ``fn`` as it is."""
+    platforms call ``fn`` as it is. Derivatives (forward and reverse) are those of ``fn``."""
 
     @jax.custom_batching.custom_vmap
     def pieces(*args):
@@ -100,8 +100,15 @@ def lapack_call(fn):
         args = [a if batched else jnp.broadcast_to(a, (axis_size,) + a.shape) for a, batched in zip(args, in_batched)]
         return pieces(*args), True
 
+    @jax.custom_jvp
     def call(*args):
         return lax.platform_dependent(*args, cpu=pieces, default=fn)
+
+    @call.defjvp
+    def _jvp(primals, tangents):
+        # Derivatives go through ``fn`` itself (a batching rule of its own is all ``pieces``
+        # adds), so ``call`` differentiates as ``fn`` does, in either mode.
+        return call(*primals), jax.jvp(fn, primals, tangents)[1]
 
     return call
 
