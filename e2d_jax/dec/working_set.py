@@ -21,7 +21,8 @@ iteration its iterate is certified on the *whole* program:
 
 So the answer's gap is certified on the program over all K actions whatever W is. The set
 changes where the restricted program is solved better than the whole one (its gap less than
-half the whole one's): the actions whose constraint the iterate violates most (h_b above the
+``SWAP_GAP`` of the whole one's, so that a restarted set is solved well before it changes
+again): the actions whose constraint the iterate violates most (h_b above the
 restricted maximum) and those the min player would move to (the smallest (omega^T A)_j, below
 the restricted minimum) replace the members with the least mass in mu + omega, a quarter of
 the set at a time, and the restricted method restarts around the current mixtures (its
@@ -52,6 +53,8 @@ MIN_SIZE = 32
 PER_DIMENSION = 4
 #: Share of the working set replaced at once.
 SWAP_SHARE = 4
+#: The set changes once the restricted program's gap is below this share of the whole one's.
+SWAP_GAP = 0.25
 
 
 def size(num_actions: int, rank: int, requested: int | None = None) -> int:
@@ -228,8 +231,8 @@ def step(s: ObservableSpan, r, lam, state: WorkingSetState, gap_type: str, m: in
     best_omega = jnp.where(better_p, _embed(om, active, k), best_omega)
     best_upper = jnp.where(better_p, upper_p, best_upper)
     best_lower = jnp.where(jnp.isfinite(lower), jnp.maximum(state.lower, lower), state.lower)
-    # A new working set where the restricted program's gap is below half the whole one's.
-    want = inner.upper - inner.lower <= 0.5 * (best_upper - best_lower)
+    # A new working set where the restricted program's gap is below SWAP_GAP of the whole one's.
+    want = inner.upper - inner.lower <= SWAP_GAP * (best_upper - best_lower)
     new_active, entered = _swap(state._replace(inner=inner), h, values, m)
     swap = want & entered
     mu_next = _embed(inner.mu, active, k)[new_active]

@@ -361,6 +361,23 @@ def test_working_set_matches_cvxpy_and_the_plain_method(gap_type):
         assert abs(float(ws.value) - float(plain.value)) <= 1e-4 * abs(ref)
 
 
+def test_working_set_settles_before_it_changes_on_many_actions():
+    """A linear bandit with d = 10 and 1,000 actions whose solve from a cold start needs its
+    set changed several times: each new set is solved to a share of the whole gap before the
+    next change (a set changed at every Newton iteration never certifies: its lower bound
+    stays 0), so the default set is certified at rtol 1e-3 within 40 iterations."""
+    from e2d_jax.dec import linear as L
+    from e2d_jax.dec import solvers as S
+    from e2d_jax.envs import linear as envs_linear
+
+    params = envs_linear.linear_bandit(jax.random.PRNGKey(0), 10, 1000)
+    model = envs_linear._model(params)
+    f_hat = jax.random.normal(jax.random.PRNGKey(2), (10,), jnp.float32)
+    ws = L.linear_offset_dec(model, f_hat, 4.0, solver=S.InteriorPoint(maxiter=40, rtol=1e-3))
+    assert int(ws.status) == Status.OK
+    assert 0.0 < float(ws.lower_bound) <= float(ws.value) <= float(ws.lower_bound) * (1 + 1e-3) / (1 - 1e-3)
+
+
 @pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
 def test_working_set_in_float32_is_certified_against_cvxpy(gap_type):
     """The working set in float32 (the simulator's default precision), 48 actions: certified
