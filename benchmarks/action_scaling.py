@@ -16,6 +16,7 @@ Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linea
           [--dims 3,10,30] [--arms 10,100,1000,10000] [--agents anytime-e2d,e2d,ids,ucb,ts]
           [--horizon 20] [--seeds 64] [--repeats 3] [--max-seconds 300] [--dtype float32] [--json out.json]
           [--figure out.png]
+  figure of stored results:  PYTHONPATH=. python benchmarks/action_scaling.py --plot a.json,b.json --figure out.png
   quick check:  PYTHONPATH=. python benchmarks/action_scaling.py --dims 3 --arms 10,30 --agents ucb,ts --repeats 1
 
 K is the environment's ``arms`` option: the number of actions, except on ``dueling`` and
@@ -169,7 +170,18 @@ def main(argv=None):
                     help="float64 for games whose observable span float32 cuts (laser)")
     ap.add_argument("--json", default=None)
     ap.add_argument("--figure", default=None)
+    ap.add_argument("--plot", default=None,
+                    help="comma-separated JSON files of earlier runs: draw --figure from their rows, measure nothing")
     args = ap.parse_args(argv)
+    if args.plot:
+        if not args.figure:
+            ap.error("--plot needs --figure")
+        rows = []
+        for path in args.plot.split(","):
+            with open(path) as f:
+                rows += json.load(f)["rows"]
+        figure(rows, args.figure)
+        return {"rows": rows}
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     warnings.simplefilter("ignore")
