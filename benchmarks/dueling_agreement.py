@@ -22,7 +22,9 @@ on these 100 actions); their ``e2d`` at its defaults (one lambda_t = sqrt(t), ga
 an anytime lambda rather than the ac-DEC) against Anytime-E2D at its defaults, and with
 ``--delta-seeds`` with gaps Delta. Their Anytime-E2D costs about 1.5 s a round here. With
 ``--paper-seeds N`` their Anytime-E2D is also compared with this library's Anytime-E2D at the
-paper's solver budget (``solver="paper"``), which separates the algorithm from the solve.
+paper's solver budget (``solver="paper"``), and with ``--authors-solver-seeds N`` with their solve
+(``solver="authors"``, :class:`e2d_jax.dec.solvers.SubgradientGrid`), which separates the
+algorithm from the solve.
 
 Run:  python benchmarks/dueling_agreement.py --run-authors /path/to/pm-ids --python /path/to/their/python \\
           --reference benchmarks/results/cpu-2core/pm_ids_dueling.json --horizon 200 \\
@@ -124,9 +126,14 @@ def compare(args):
     if args.paper_seeds:  # the authors' Anytime-E2D against this library's run with the paper's solver budget
         cases += [(run, "anytime-e2d-paper", e2d.anytime_e2d(solver="paper"), args.paper_seeds)
                   for run in runs if run["strategy"] == "anytime-e2d"]
+    if args.authors_solver_seeds:  # their Anytime-E2D against this library's run with their solve
+        cases += [(run, "anytime-e2d-authors", e2d.anytime_e2d(solver="authors"), args.authors_solver_seeds)
+                  for run in runs if run["strategy"] == "anytime-e2d"]
     if args.delta_seeds:  # the authors' E2D uses gaps Delta: Anytime-E2D with them too
         cases += [(run, "e2d-delta", e2d.anytime_e2d(gap_type="delta"), args.delta_seeds)
                   for run in runs if run["strategy"] == "e2d"]
+    if args.only:
+        cases = [case for case in cases if case[1] in args.only]
     for run, label, agent, seeds in cases:
         params = dueling.from_base_arms(base_arms(run["instance_seed"], run["d"], run["k"]), dtype="float32")
         sim = e2d.simulate(params, agent, horizon=run["horizon"], num_seeds=seeds, record_every=run["horizon"])
@@ -169,6 +176,11 @@ def main():
     parser.add_argument("--paper-seeds", type=int, default=0,
                         help="also run Anytime-E2D with the paper's solver (solver='paper': 100 Frank-Wolfe steps on "
                              "a 50-point lambda grid) against the authors' Anytime-E2D, for this many seeds")
+    parser.add_argument("--authors-solver-seeds", type=int, default=0,
+                        help="also run Anytime-E2D with the authors' solve (solver='authors': arg-max Frank-Wolfe "
+                             "on 99 lambdas in (0, sqrt(t)]) against the authors' Anytime-E2D, for this many seeds")
+    parser.add_argument("--only", nargs="+", default=None,
+                        help="run only these of e2d_jax's cases (labels as printed, e.g. anytime-e2d-authors)")
     parser.add_argument("--compare", action=argparse.BooleanOptionalAction, default=True,
                         help="compare with e2d_jax's agents after the authors' runs (--no-compare: only run theirs)")
     parser.add_argument("--json", default=None, help="write the comparison here")

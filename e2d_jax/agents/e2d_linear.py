@@ -40,7 +40,9 @@ most 20 iterations a round): on its program mirror-prox needs hundreds of steps 
 quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
 solver's tolerance; docs: Concepts, 'Round statuses') and the simulator summarises it per
 seed. ``"paper"`` is the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point
-grid).
+grid), ``"authors"`` the authors' code's solve (:class:`~e2d_jax.dec.solvers.SubgradientGrid`:
+arg-max Frank-Wolfe from the last round's mu on 99 lambdas in (0, sqrt(t)]), which reproduces
+their runs and is not certified.
 
 Non-finite solves: a round whose solve is non-finite keeps the previous round's mu (and
 warm start) to sample from and reports ``Status.NONFINITE``, which the simulator counts per

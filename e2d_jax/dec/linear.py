@@ -256,8 +256,11 @@ def _exact_problem(s, r, eps2):
 
 
 def _offset_problem(s, r, lam, gap_type):
-    """grads / certificate / smoothed gradient of L(mu, omega) = sum_b omega_b h_b(mu),
-    h_b(mu) = a_b(mu) + c_b(mu) / (4 lambda) (without the constant lambda eps^2)."""
+    """grads / certificate / smoothed gradient / arg-max subgradient of L(mu, omega) =
+    sum_b omega_b h_b(mu), h_b(mu) = a_b(mu) + c_b(mu) / (4 lambda) (without the constant
+    lambda eps^2). The subgradient ``mu -> (g, h)`` is the gradient of h_b at the first
+    maximiser b of h (by the envelope theorem, the gradient with the alternative model of b
+    held fixed)."""
     def pieces(mu, weights_fn):
         if gap_type == "delta_f":
             c, w = feature_norms(mu, s)
@@ -291,7 +294,11 @@ def _offset_problem(s, r, lam, gap_type):
         h, p, g = pieces(mu, lambda h: jax.nn.softmax(h / tau))
         return g, p, h
 
-    return grads, certificate, smoothed_grad
+    def subgradient(mu):
+        h, _, g = pieces(mu, lambda h: jax.nn.one_hot(jnp.argmax(h), h.shape[0], dtype=h.dtype))
+        return g, h
+
+    return grads, certificate, smoothed_grad, subgradient
 
 
 # --------------------------------------------------------------------------------------
@@ -448,14 +455,19 @@ class LinearOffset(_Linear):
         """L(mu, omega) = sum_b omega_b h_b(mu) (:func:`_offset_problem`); the answer is the
         objective of mu at the given lambda."""
         lam = _as(self.span.features.dtype, self.lam)
-        grads, cert, _ = _offset_problem(self.span, self.rewards(), lam, self.gap_type)
+        grads, cert, _, _ = _offset_problem(self.span, self.rewards(), lam, self.gap_type)
         return saddle.SaddleForm(grads, cert, lambda upper, aux: (lam, upper))
 
     def smoothed_form(self):
         """``(smoothed_grad, certificate)`` of the fixed-lambda program for Frank-Wolfe."""
-        _, cert, smooth = _offset_problem(self.span, self.rewards(), _as(self.span.features.dtype, self.lam),
-                                          self.gap_type)
+        _, cert, smooth, _ = _offset_problem(self.span, self.rewards(), _as(self.span.features.dtype, self.lam),
+                                             self.gap_type)
         return smooth, cert
+
+    def subgradient(self):
+        """``mu -> (g, h)``: the objectives h_b(mu) and the arg-max subgradient of max_b h_b
+        (:func:`_offset_problem`), for plain Frank-Wolfe."""
+        return _offset_problem(self.span, self.rewards(), _as(self.span.features.dtype, self.lam), self.gap_type)[3]
 
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "eps2"], meta_fields=["gap_type"])
@@ -492,6 +504,13 @@ class LinearAcdec(_Linear):
     def lambda_range(self, mu_ref):
         """``(lo, hi)``: a range that provably contains the minimising lambda (:func:`lambda_range`)."""
         return lambda_range(self.span, self.rewards(), self._eps2(), mu_ref, self.gap_type)
+
+    def paper_range(self):
+        """sqrt(r) / eps: the top of the paper's lambda range [0, eps^-2 max dec] with its
+        bound dec <= eps sqrt(r), which holds when every action observes its own reward (on
+        other games the minimising lambda may lie beyond it)."""
+        eps2 = self._eps2()
+        return jnp.sqrt(jnp.asarray(self.span.features.shape[1], eps2.dtype) / eps2)
 
     def exact_answer(self, mu):
         """``(lambda*(mu), psi(lambda*, mu))``: the exact minimiser over lambda for mu, and the

@@ -30,6 +30,9 @@ The solvers:
   'Convex Program for Fixed lambda') on a vectorised lambda grid: the paper's mode. On an
   offset program (lambda given) it is plain smoothed Frank-Wolfe.
 * :class:`SaddleGrid`: the same grid with mirror-prox for each fixed-lambda program.
+* :class:`SubgradientGrid`: the authors' code's solve of the linear ac-DEC (arg-max
+  Frank-Wolfe with open-loop steps on a lambda grid capped at the paper's range), not
+  certified: kept to reproduce their runs.
 * :class:`InteriorPoint`: a primal-dual interior-point method for the linear offset DEC
   (:mod:`e2d_jax.dec.interior_point`): a fixed number of Newton iterations, certified to 1e-4
   on random problems where mirror-prox needs thousands of iterations.
@@ -484,6 +487,92 @@ class InteriorPoint(Solver):
                            carry=WarmStart(state.best_mu, state.best_omega, work.warm.step))
 
 
+class _GridFrankWolfe(NamedTuple):
+    """The state :class:`SubgradientGrid` answers from: the chosen grid point."""
+
+    mu: jax.Array  # (K,) the chosen point's last iterate
+    omega: jax.Array  # (K,) the arg-max action there, one-hot
+    lam: jax.Array  # () its lambda
+    value: jax.Array  # () psi(lambda, mu)
+
+
+@dataclasses.dataclass(frozen=True)
+class SubgradientGrid(Solver):
+    """The authors' code's solve of the linear ac-DEC with gaps Delta_f (kirschnj/pm-ids,
+    branch e2d, ``E2D.update_mu`` with ``anytime_lambda``): kept to reproduce their runs; it
+    does not solve the program to a tolerance.
+
+    On each of the ``lam_grid`` points lambda_j = (j / lam_grid) sqrt(r) / eps, j = 1, ...,
+    ``lam_grid`` (r the dimension of the observable span: the paper's range [0, eps^-2 max dec]
+    with its bound dec <= eps sqrt(r); (0, sqrt(t)] under eps_t^2 = r / t), plain Frank-Wolfe
+    on max_b h_b(mu) from the warm start's mu: ``maxiter`` steps
+    mu <- (1 - gamma_i) mu + gamma_i e_a toward the least coordinate a of the arg-max
+    subgradient (:meth:`~e2d_jax.dec.linear.LinearOffset.subgradient`), with the open-loop
+    step gamma_i = 1 / (t + i + 2), i = 1, 2, ..., and t = r / eps^2 (the round of the schedule
+    eps_t^2 = r / t). The answer is the grid point with the smallest psi(lambda_j, mu_j) =
+    max_b h_b(mu_j) + lambda_j eps^2 at its last iterate, with that lambda_j and value (the
+    objective their code logs).
+
+    Two things keep this from the optimum (docs: Linear partial monitoring, 'Agreement with the
+    authors' code'): the arg-max subgradient and open-loop steps stall a few percent above the
+    optimum at a fixed lambda, and on games that do not observe every action's reward the
+    minimising lambda can lie beyond the grid. The lower bound is the exact form's
+    linearisation at the answer (:meth:`~e2d_jax.dec.linear.LinearAcdec.saddle_form`), so the
+    gap and the status (``OK`` within ``rtol``) say how far the answer may be from optimal.
+
+    Attributes:
+      maxiter: Frank-Wolfe steps per lambda (their ``fw_iter`` = 100 evaluates after 98).
+      lam_grid: points of the lambda grid (their 99).
+      rtol: the tolerance the status is judged by.
+      atol: its absolute part.
+    """
+
+    SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",)}
+    maxiter: int = 98
+    lam_grid: int = 99
+    rtol: float = 0.05
+    atol: float = 0.0
+
+    def prepare(self, problem, carry):
+        return _Work(problem, problem.cold_start() if carry is None else carry, problem.saddle_form())
+
+    def init(self, work):
+        problem = work.problem
+        dtype = problem.span.features.dtype
+        eps2 = jnp.asarray(problem.eps2, dtype)
+        t = jnp.asarray(problem.span.features.shape[1], dtype) / eps2
+        lams = problem.paper_range() * jnp.arange(1, self.lam_grid + 1, dtype=dtype) / self.lam_grid
+        mu0 = work.warm.mu / jnp.sum(work.warm.mu)
+        k = mu0.shape[0]
+
+        def at(lam):
+            subgradient = problem.at(lam).subgradient()
+
+            def fw_step(i, mu):
+                g, _ = subgradient(mu)
+                gamma = 1.0 / (t + i + 2.0)
+                return mu + gamma * (jax.nn.one_hot(jnp.argmin(g), k, dtype=dtype) - mu)
+
+            mu = lax.fori_loop(1, self.maxiter + 1, fw_step, mu0)
+            _, h = subgradient(mu)
+            return mu, jnp.argmax(h), jnp.max(h) + lam * eps2
+
+        mus, tops, values = jax.vmap(at)(lams)
+        j = jnp.argmin(values)
+        return _GridFrankWolfe(mu=mus[j], omega=jax.nn.one_hot(tops[j], k, dtype=dtype), lam=lams[j],
+                               value=values[j])
+
+    def steps(self, work) -> int:
+        return 0
+
+    def answer(self, work, state) -> loop.Answer:
+        _, lower, *_ = work.form.certificate(state.mu, state.omega)
+        iterations = jnp.asarray(self.maxiter * self.lam_grid, jnp.int32)
+        return loop.Answer(mu=state.mu, omega=state.omega, lam=state.lam, value=state.value, lower=lower,
+                           iterations=iterations,
+                           carry=WarmStart(state.mu, state.omega, jnp.zeros((), state.value.dtype)))
+
+
 @dataclasses.dataclass(frozen=True)
 class LambdaSearch(Solver):
     """The ac-DEC as min_lambda dec^o_lambda + lambda eps^2 by a certified branch-and-bound
@@ -700,6 +789,9 @@ SOLVERS: dict[str, Solver] = {
     # The authors' budget (Appendix 'Experimental Setup'): 100 Frank-Wolfe steps on a 50-point
     # lambda grid, no refinement, no early stop.
     "paper": FrankWolfeGrid(maxiter=100, rtol=0.0, check_every=100, lam_grid=50, lam_refine=1, lam_rounds=0),
+    # The authors' code's solve (kirschnj/pm-ids, branch e2d): arg-max Frank-Wolfe on 99 lambdas
+    # up to sqrt(r) / eps, to reproduce their runs.
+    "authors": SubgradientGrid(),
     "ipm": MatrixGameIPM(),
     "interior-point": InteriorPoint(),
     # An absolute tolerance of 1e-9 (in regret units) certifies the classes whose DEC is 0 to
@@ -714,7 +806,7 @@ def _from_dict(fields: dict) -> Solver:
     fields = dict(fields)
     kind = fields.pop("type", None)
     classes = {cls.__name__: cls for cls in (Saddle, FrankWolfeGrid, SaddleGrid, MatrixGameIPM, InteriorPoint,
-                                             LambdaSearch)}
+                                             LambdaSearch, SubgradientGrid)}
     if kind in SOLVERS:
         base = SOLVERS[kind]
     elif kind in classes:

@@ -98,6 +98,8 @@ SOLVERS = {
     "MatrixGameIPM": S.MatrixGameIPM(),
     "LambdaSearch": S.LambdaSearch(atol=1e-9),
     "LambdaSearch(inner=Saddle)": S.LambdaSearch(inner=S.Saddle(maxiter=20_000), atol=1e-9),
+    # Not a certified solve: the generic checks (a valid lower bound, an honest value) still hold.
+    "SubgradientGrid": S.SubgradientGrid(maxiter=60, lam_grid=20),
 }
 CASES = [(name, family, program, gap)
          for name, solver in SOLVERS.items()
@@ -195,3 +197,64 @@ def test_status_is_set_from_the_certificate():
     assert int(loop.status(answer._replace(lower=jnp.asarray(0.99)), 1e-3, 0.0)) == Status.MAX_ITER
     assert int(loop.status(answer._replace(mu=jnp.asarray([jnp.nan, 1.0])), 1e-3, 0.0)) == Status.NONFINITE
     assert int(loop.status(answer._replace(finite=jnp.asarray(False)), 1e-3, 0.0)) == Status.NONFINITE
+
+
+# --------------------------------------------------------------------------------------
+# The authors' solve
+
+
+def _authors_update(features, obs, theta_hat, mu, t, d, steps, points):
+    """The authors' ``E2D.update_mu`` (kirschnj/pm-ids, branch e2d; ``anytime_lambda``, gaps
+    Delta_f) transcribed in NumPy in their own coordinates: ``points`` lambdas in (0, sqrt(t)],
+    eps^2 = d / t, per lambda ``steps + 1`` passes of arg-max Frank-Wolfe with step 1 / (t + i + 2)
+    whose objective is read before the last step."""
+    k = features.shape[0]
+    lambdas = np.linspace(0.0, np.sqrt(t), points + 1)[1:]
+    grams = np.einsum("kmi,kmj->kij", obs, obs)
+    objs, mus = [], []
+    for lam in lambdas:
+        m = mu.copy()
+        for i in range(1, steps + 2):
+            v = np.einsum("k,kij->ij", m, grams)
+            alt = np.linalg.solve(v, features.T).T / (2 * lam) + theta_hat
+            dec = (np.sum(alt * features, axis=1) - (features.T @ m) @ theta_hat
+                   - lam * np.einsum("ki,ij,kj->k", alt - theta_hat, v, alt - theta_hat))
+            b = np.argmax(dec)
+            grad = -features @ theta_hat - lam * np.sum((obs @ (alt[b] - theta_hat)) ** 2, axis=1)
+            final_obj, final_mu = dec[b], m
+            rate = 1.0 / (t + i + 2)
+            m = (1 - rate) * m + rate * np.eye(k)[np.argmin(grad)]
+        objs.append(final_obj + lam * d / t)
+        mus.append(final_mu)
+    j = int(np.argmin(objs))
+    return mus[j], lambdas[j], objs[j]
+
+
+@pytest.mark.parametrize("t", [1.0, 6.0, 40.0])
+def test_the_authors_solve_is_their_frank_wolfe_on_their_grid(t):
+    """``SubgradientGrid`` (``solver="authors"``) on a duelling game (16 pair actions, observed
+    reward differences only) returns the distribution, lambda and objective of the authors'
+    update, transcribed independently in NumPy, to rounding; its lower bound stays below the
+    certified optimum."""
+    from e2d_jax.envs import dueling
+
+    rng = np.random.default_rng(5)
+    model = dueling.from_base_arms(rng.normal(size=(4, 3)), dtype=jnp.float64).model
+    features, obs = np.asarray(model.features), np.asarray(model.obs_matrices)
+    theta_hat = 0.5 * rng.normal(size=3)
+    mu = rng.dirichlet(np.ones(16))
+    solver = S.SubgradientGrid(maxiter=12, lam_grid=7)
+    res = e2d.linear_acdec(model, jnp.asarray(theta_hat), 3.0 / t, solver=solver, mu0=jnp.asarray(mu))
+    mu_ref, lam_ref, value_ref = _authors_update(features, obs, theta_hat, mu, t, 3, 12, 7)
+    np.testing.assert_allclose(np.asarray(res.mu), mu_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(float(res.lam), lam_ref, rtol=1e-12)
+    np.testing.assert_allclose(float(res.value), value_ref, rtol=1e-10)
+    optimum = e2d.linear_acdec(model, jnp.asarray(theta_hat), 3.0 / t, rtol=1e-6, maxiter=20_000)
+    assert int(optimum.status) == Status.OK
+    assert float(res.lower_bound) <= float(optimum.value) + 1e-9
+    assert float(res.value) >= float(optimum.lower_bound) - 1e-9
+
+
+def test_the_authors_solve_is_refused_for_gaps_delta():
+    with pytest.raises(ValueError, match="solver: SubgradientGrid does not solve .* gap_type='delta'"):
+        S.resolve("authors", "linear", "acdec", "delta")
