@@ -44,6 +44,7 @@ import numpy as np
 
 import e2d_jax as e2d
 from e2d_jax.envs import dueling
+from e2d_jax.sim.results import Tables
 
 #: This library's agent compared with each of the authors' configurations.
 OURS = {"ucb": lambda: e2d.ucb(delta="anytime"), "ts": e2d.thompson_sampling, "e2d": e2d.anytime_e2d,
@@ -137,11 +138,13 @@ def compare(args):
     for run, label, agent, seeds in cases:
         params = dueling.from_base_arms(base_arms(run["instance_seed"], run["d"], run["k"]), dtype="float32")
         sim = e2d.simulate(params, agent, horizon=run["horizon"], num_seeds=seeds, record_every=run["horizon"])
-        ours = ci(np.asarray(sim.result.regret)[:, -1])
+        finals = np.asarray(sim.result.regret)[:, -1]
+        ours = ci(finals)
         theirs = ci(run["final_regret"])
         # Equal means agree also where both CIs have width 0 (UCB: the same self-duel on every seed).
         agree = bool(theirs[1] <= ours[0] <= theirs[2] or ours[1] <= theirs[0] <= ours[2]
                      or abs(ours[0] - theirs[0]) <= 1e-5 * max(1.0, abs(theirs[0])))
+        flagged = (next(iter(Tables([sim]).cells().values())).get("solver") or {}).get("flagged_fraction")
         counts = np.asarray(sim.result.action_counts)
         share = float((counts[:, np.asarray(dueling.informative(params, np.arange(counts.shape[-1])))].sum(-1)
                        / counts.sum(-1)).mean())
@@ -150,7 +153,8 @@ def compare(args):
               f"{'yes' if agree else 'NO':5s}  {share:.1%}", flush=True)
         rows.append(dict(strategy=run["strategy"], e2d_jax_agent=label, horizon=run["horizon"],
                          pm_ids=dict(mean=theirs[0], ci95=list(theirs[1:]), seeds=len(run["final_regret"])),
-                         e2d_jax=dict(mean=ours[0], ci95=list(ours[1:]), seeds=seeds, informative_share=share),
+                         e2d_jax=dict(mean=ours[0], ci95=list(ours[1:]), seeds=seeds, informative_share=share,
+                                      final_regret=[float(x) for x in finals], flagged_fraction=flagged),
                          within_each_others_ci=agree))
     if args.json:
         with open(args.json, "w") as f:
