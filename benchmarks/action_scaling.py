@@ -10,7 +10,8 @@ certified gap above the solver's tolerance), and the compiled program's memory (
 ``memory_analysis``: arguments, outputs and temporaries) per seed. For each agent, env and d,
 the fitted exponent of the cost per seed-round in K (least squares on log-log, over the K
 measured). A configuration is skipped when its projected time (the last K's run time grown at
-the measured rate, at least linearly, and twice its compile time) exceeds ``--max-seconds``.
+the measured rate, at least linearly, and twice its compile time) exceeds ``--max-seconds``,
+and recorded as out of memory (with larger K skipped) when XLA cannot allocate it.
 
 Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linear-bandit]
           [--dims 3,10,30] [--arms 10,100,1000,10000] [--agents anytime-e2d,e2d,ids,ucb,ts]
@@ -211,8 +212,17 @@ def main(argv=None):
                             skipped.append({"env": env, "d": d, "K": k, "agent": agent, "projected_s": cost})
                             print(f"{env:14s} {d:3d} {k:6d} {agent:12s} skipped (projected {cost:,.0f} s)", flush=True)
                             break
-                    r = measure(env, d, k, agent, horizon=args.horizon, seeds=args.seeds, repeats=args.repeats,
-                                dtype=args.dtype)
+                    try:
+                        r = measure(env, d, k, agent, horizon=args.horizon, seeds=args.seeds, repeats=args.repeats,
+                                    dtype=args.dtype)
+                    except jax.errors.JaxRuntimeError as err:
+                        if "RESOURCE_EXHAUSTED" not in str(err):
+                            raise
+                        # Does not fit in this machine's memory: recorded, and larger K skipped.
+                        skipped.append({"env": env, "d": d, "K": k, "agent": agent, "out_of_memory": str(err)[:200]})
+                        print(f"{env:14s} {d:3d} {k:6d} {agent:12s} skipped (out of memory: {str(err)[:80]})",
+                              flush=True)
+                        break
                     done.append(r)
                     rows.append(r)
                     print(f"{env:14s} {d:3d} {k:6d} {agent:12s} {r['compile_s']:9.1f} {r['seed_rounds_per_s']:14,.0f} "
