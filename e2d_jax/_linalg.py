@@ -194,6 +194,23 @@ def psd_solve(v: jax.Array, rhs: jax.Array) -> jax.Array:
     return jax.lax.platform_dependent(v, rhs, cpu=_library_solve, default=_unrolled_solve)
 
 
+#: Fewest right-hand sides :func:`psd_solve_wide` multiplies by the inverse for (below, the
+#: solve is as fast and rounds as :func:`psd_solve` does).
+WIDE_MIN_RHS = 32
+
+
+def psd_solve_wide(v: jax.Array, rhs: jax.Array) -> jax.Array:
+    """:func:`psd_solve` for many right-hand sides, (..., d, k) with k > ``WIDE_MIN_RHS`` and k > d: ``v``'s inverse from
+    :func:`psd_solve` against the identity (d right-hand sides, the same pivot floor), then one
+    matrix product. A triangular solve with k right-hand sides runs column by column on CPU;
+    the product is one GEMM, several times faster from k = 100 on (docs: Design notes). The
+    forward error is of the same order as the solve's (kappa(v) eps)."""
+    d, k = v.shape[-1], rhs.shape[-1]
+    if k <= max(d, WIDE_MIN_RHS):
+        return psd_solve(v, rhs)
+    return psd_solve(v, jnp.broadcast_to(jnp.eye(d, dtype=v.dtype), v.shape)) @ rhs
+
+
 def _unrolled_solve(v, rhs):
     return _substitute(_cholesky_entries(v), rhs)
 

@@ -316,7 +316,7 @@ def _constraints_fast(mu, s: ObservableSpan, r, lam, gap_type):
     """h(mu) (K,) by one plain solve (the step rule's trial points, where precision is not
     needed)."""
     x = directions(mu, s, gap_type)
-    w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+    w = _linalg.psd_solve_wide(design_matrix(mu, s), x.T)
     return r - mu @ r + jnp.einsum("ik,ki->k", w, x) / (4.0 * lam)
 
 

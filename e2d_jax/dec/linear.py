@@ -79,7 +79,7 @@ def design_matrix(mu, s: ObservableSpan):
 
 def feature_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K)."""
-    w = _linalg.psd_solve(design_matrix(mu, s), s.features.T)
+    w = _linalg.psd_solve_wide(design_matrix(mu, s), s.features.T)
     # (einsum rather than a broadcast product: fewer kernels under vmap on CPU)
     return jnp.einsum("ik,ki->k", w, s.features), w
 
@@ -87,18 +87,18 @@ def feature_norms(mu, s: ObservableSpan):
 def info_gradient(w, weights, grams):
     """d/dmu_pi of sum_b weights_b c_b(mu) = -<G_pi, W diag(weights) W^T>, (K,).
 
-    Written as (G flattened) @ ((W (x) W) @ weights), the fastest of the formulations tried
-    under vmap on CPU (docs: Design notes).
+    Written as (G flattened) @ (W diag(weights) W^T flattened): two matrix products, O(K r^2),
+    the fastest of the formulations tried under vmap on CPU (docs: Design notes).
     """
-    r, k = w.shape
-    outer = (w[:, None, :] * w[None, :, :]).reshape(r * r, k)
-    return -(grams.reshape(grams.shape[0], r * r) @ (outer @ weights))
+    r = w.shape[0]
+    inner = (w * weights) @ w.T
+    return -(grams.reshape(grams.shape[0], r * r) @ inner.reshape(r * r))
 
 
 def delta_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b - phi_mu||^2_{V(mu)^{-1}} for gaps Delta, (K,)."""
     x = s.features - mu @ s.features  # (K, r)
-    w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+    w = _linalg.psd_solve_wide(design_matrix(mu, s), x.T)
     return jnp.einsum("ik,ki->k", w, x)
 
 
@@ -108,8 +108,10 @@ PAIRS_MAX_ACTIONS = 32
 #: Actions the dual search hands to the pairwise formula: the best lines at the minimiser and
 #: the best at each end of its final bracket.
 DUAL_CANDIDATES = 6
-#: Bisection steps of the dual search, in log u over a bracket of at most 0.5 log(1e12).
-DUAL_STEPS = 48
+#: Bisection steps of the dual search, in log u over a bracket of at most 0.5 log(1e12) ~ 13.8,
+#: by the dtype's size in bytes: a float32 bracket of 2^-27 of that is a relative change of u
+#: of 1e-7, float32's resolution, beyond which halving changes nothing.
+DUAL_STEPS = {4: 27, 8: 48}
 
 
 def _max_over_pairs(a, c, eps):
@@ -154,13 +156,19 @@ def _dual_candidates(a, c, eps):
     lo, hi = jnp.log(half_eps * lax.rsqrt(cmax)), jnp.log(half_eps * lax.rsqrt(cmin))
     best = lambda log_u: jnp.argmax(a + c * jnp.exp(log_u))  # noqa: E731
 
+    def slope(log_u):
+        # c of the best line at u (the largest c among tied lines), as two plain reductions:
+        # an arg-max is a slower, variadic reduction on CPU.
+        lines = a + c * jnp.exp(log_u)
+        return jnp.max(jnp.where(lines >= jnp.max(lines), c, -jnp.inf))
+
     def bisect(_, bracket):
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
-        rising = c[best(mid)] * jnp.exp(2.0 * mid) > half_eps**2  # phi increases at mid
+        rising = slope(mid) * jnp.exp(2.0 * mid) > half_eps**2  # phi increases at mid
         return jnp.where(rising, lo, mid), jnp.where(rising, mid, hi)
 
-    lo, hi = lax.fori_loop(0, DUAL_STEPS, bisect, (lo, hi))
+    lo, hi = lax.fori_loop(0, DUAL_STEPS[jnp.dtype(c.dtype).itemsize], bisect, (lo, hi))
     _, top = lax.top_k(a + c * jnp.exp(0.5 * (lo + hi)), DUAL_CANDIDATES - 2)
     return jnp.concatenate([top, jnp.stack([best(lo), best(hi)])])
 
@@ -269,7 +277,7 @@ def _offset_problem(s, r, lam, gap_type):
             # c_b = x_b^T V^{-1} x_b with x_b = phi_b - phi_mu: d/dmu_pi adds
             # -2 phi_pi^T V^{-1} x_b to the -x_b^T V^{-1} G_pi V^{-1} x_b of Delta_f.
             x = s.features - mu @ s.features
-            w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+            w = _linalg.psd_solve_wide(design_matrix(mu, s), x.T)
             c = jnp.einsum("ik,ki->k", w, x)
         h = r - mu @ r + c / (4.0 * lam)
         weights = weights_fn(h)
@@ -346,7 +354,7 @@ def _info_terms(mu, omega, s: ObservableSpan, gap_type):
         c, w = feature_norms(mu, s)
         return omega @ c, info_gradient(w, omega, s.grams)
     x = s.features - mu @ s.features
-    w = _linalg.psd_solve(design_matrix(mu, s), x.T)
+    w = _linalg.psd_solve_wide(design_matrix(mu, s), x.T)
     c = jnp.einsum("ik,ki->k", w, x)
     return omega @ c, info_gradient(w, omega, s.grams) - 2.0 * (s.features @ (w @ omega))
 

@@ -141,7 +141,7 @@ def _first_set(mu0, om0, s: ObservableSpan, r, lam, gap_type: str, m: int):
     k = s.features.shape[0]
     v = jnp.einsum("p,pij->ij", mu0, s.grams) + s.null_proj
     x = s.features if gap_type == "delta_f" else s.features - mu0 @ s.features
-    w = _linalg.psd_solve(v, x.T)
+    w = _linalg.psd_solve_wide(v, x.T)
     h = r + jnp.einsum("ib,bi->b", w, x) / (4.0 * lam)
     p = jnp.einsum("b,ib,jb->ij", om0 / jnp.sum(om0), w, w)
     g = -r - jnp.einsum("jkl,kl->j", s.grams, p) / (4.0 * lam)  # the gradient of omega0.h, up to 1^T terms
