@@ -34,7 +34,9 @@ not (a context changed the model: the other context's solution is a worse start,
 more steps, than uniform mixtures). Anytime-E2D's default :data:`AGENT_SOLVER` (``"tracking"``)
 is mirror-prox on the exact form: since f_hat moves little between rounds, a few
 warm-started iterations track the solution (the incremental scheme the paper's conclusion
-asks for), continued while the round is not certified to 5%. Fixed-horizon E2D's
+asks for), continued while the round is not certified to 5%. The warm start has 10% of the
+uniform mixture mixed in: where the optimum's support moves (early rounds, many actions), an
+action the last round left at the floor would take a pure warm start many steps to revive. Fixed-horizon E2D's
 :data:`E2D_SOLVER` is an interior-point method (warm-started, until certified to 1e-3, at
 most 20 iterations a round): on its program mirror-prox needs hundreds of steps in a
 quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
@@ -68,7 +70,8 @@ from e2d_jax.estimators import logistic, ridge
 from e2d_jax.types import DIVERGENCES, GAP_TYPES, Agent, AgentSpec, E2DInfo, Status, WarmStart
 
 #: Anytime-E2D's default solver, :data:`e2d_jax.dec.solvers.TRACKING` (the preset
-#: ``"tracking"``): warm-started mirror-prox on the exact form, until the round is certified to
+#: ``"tracking"``): warm-started mirror-prox on the exact form (the last round's mixtures with 10%
+#: of the uniform one mixed in), until the round is certified to
 #: 5% or 200 steps are used.
 AGENT_SOLVER = S.TRACKING
 #: Anytime-E2D's default solver with gaps Delta (``gap_type="delta"``, e.g. duelling games whose

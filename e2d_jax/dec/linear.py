@@ -109,7 +109,7 @@ PAIRS_MAX_ACTIONS = 32
 #: the best at each end of its final bracket.
 DUAL_CANDIDATES = 6
 #: Bisection steps of the dual search, in log u over a bracket of at most 0.5 log(1e12) ~ 13.8,
-#: by the dtype's size in bytes: a float32 bracket of 2^-27 of that is a relative change of u
+#: by the dtype's size in bytes (4: float32 and narrower): a float32 bracket of 2^-27 of that is a relative change of u
 #: of 1e-7, float32's resolution, beyond which halving changes nothing.
 DUAL_STEPS = {4: 27, 8: 48}
 
@@ -168,7 +168,7 @@ def _dual_candidates(a, c, eps):
         rising = slope(mid) * jnp.exp(2.0 * mid) > half_eps**2  # phi increases at mid
         return jnp.where(rising, lo, mid), jnp.where(rising, mid, hi)
 
-    lo, hi = lax.fori_loop(0, DUAL_STEPS[jnp.dtype(c.dtype).itemsize], bisect, (lo, hi))
+    lo, hi = lax.fori_loop(0, DUAL_STEPS[8 if jnp.dtype(c.dtype).itemsize >= 8 else 4], bisect, (lo, hi))
     _, top = lax.top_k(a + c * jnp.exp(0.5 * (lo + hi)), DUAL_CANDIDATES - 2)
     return jnp.concatenate([top, jnp.stack([best(lo), best(hi)])])
 

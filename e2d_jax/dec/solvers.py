@@ -96,6 +96,10 @@ class Solver:
                 V.check_int(f.name, value, minimum=0)
             elif f.name in ("rtol", "atol", "inner_rtol"):
                 V.check_positive(f.name, value, allow_zero=True)
+            elif f.name == "warm_mix":
+                V.check_positive(f.name, value, allow_zero=True)
+                if value > 1:
+                    raise V.ArgumentError(f.name, f"{V.name(f.name)} must be in [0, 1], got {value}")
 
     def supports(self, family: str, program: str, gap_type: str = "delta_f") -> bool:
         """Whether this solver solves ``program`` (``"acdec"`` or ``"offset"``) of a ``family``
@@ -211,6 +215,11 @@ class Saddle(Solver):
       kernel: the linear programs' implementation: ``"auto"`` (the fused Pallas kernel of
         :mod:`e2d_jax.dec.fused` on a GPU for the shapes it takes, XLA elsewhere), ``"xla"``
         or ``"pallas"`` (the kernel everywhere; as JAX operations off a GPU, for tests).
+      warm_mix: share of the uniform mixture mixed into a warm start's mu and omega (in
+        [0, 1]; 1 starts cold). Multiplicative steps revive an action the last solve left at
+        the floor only after ~log(1 / FLOOR) / (step x its advantage) steps, so where the
+        optimal support moves between solves a pure warm start needs more steps than a cold
+        one; the mixture keeps every action within a few steps of coming back.
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",), ("linear", "offset"): _BOTH,
@@ -220,6 +229,7 @@ class Saddle(Solver):
     atol: float = 0.0
     check_every: int = 25
     kernel: str = "auto"
+    warm_mix: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -233,6 +243,9 @@ class Saddle(Solver):
         in the compiled program by platform; everywhere with ``"pallas"``, as JAX operations off
         a GPU)."""
         self.check(problem.family, problem.program, problem.gap_type)
+        if carry is not None and self.warm_mix > 0:
+            mix = lambda p: (1.0 - self.warm_mix) * p + self.warm_mix / p.shape[-1]  # noqa: E731
+            carry = carry._replace(mu=mix(carry.mu), omega=mix(carry.omega))
 
         def xla():
             return loop.solve(self, problem, carry, rtol=rtol, atol=atol)
@@ -768,10 +781,11 @@ def _has_cuda() -> bool:
 
 
 #: Anytime-E2D's per-round budget on linear models: mirror-prox on the exact form,
-#: warm-started from the last round, a certificate every 10 steps, continued until the
-#: certified gap is within 5% of the value or 200 steps are used (docs: Concepts, 'Round
-#: statuses').
-TRACKING = Saddle(maxiter=200, rtol=0.05, check_every=10)
+#: warm-started from the last round mixed with 10% of the uniform mixture (so that actions
+#: the optimum moves to come back within a few steps), a certificate every 10 steps,
+#: continued until the certified gap is within 5% of the value or 200 steps are used (docs:
+#: Concepts, 'Round statuses').
+TRACKING = Saddle(maxiter=200, rtol=0.05, check_every=10, warm_mix=0.1)
 #: The cheapest budget: 10 warm-started mirror-prox steps and one certificate a round.
 FAST = Saddle(maxiter=10, rtol=0.05, check_every=10)
 #: Fixed-horizon E2D's per-round solver on linear models: interior-point iterations, warm-started

@@ -21,6 +21,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import e2d_jax as e2d  # noqa: E402
+from e2d_jax.dec.solvers import TRACKING  # noqa: E402
 from e2d_jax.experiments import registry  # noqa: E402
 
 #: (registered environment, builder options): a linear and a finite family, preference feedback.
@@ -31,7 +32,8 @@ HORIZON, SEEDS, EVERY = 30, 4, 10
 
 def _agent(name, env):
     if name == "anytime-e2d":
-        return e2d.anytime_e2d()
+        # The per-round budget the stored file was written with: its warm starts unmixed.
+        return e2d.anytime_e2d(solver=TRACKING.replace(warm_mix=0.0))
     if name == "e2d":
         return e2d.fixed_horizon_e2d(horizon=HORIZON)
     if name == "ts" and env == "finite-mab":
