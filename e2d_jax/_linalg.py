@@ -200,9 +200,9 @@ WIDE_MIN_RHS = 32
 
 
 def psd_solve_wide(v: jax.Array, rhs: jax.Array) -> jax.Array:
-    """:func:`psd_solve` for many right-hand sides, (..., d, k) with k > ``WIDE_MIN_RHS`` and k > d: ``v``'s inverse from
-    :func:`psd_solve` against the identity (d right-hand sides, the same pivot floor), then one
-    matrix product. A triangular solve with k right-hand sides runs column by column on CPU;
+    """:func:`psd_solve` for many right-hand sides, (..., d, k) with k > ``WIDE_MIN_RHS`` and
+    k > d: ``v``'s inverse from :func:`psd_solve` against the identity (d right-hand sides, the
+    same pivot floor), then one matrix product. A triangular solve with k right-hand sides runs column by column on CPU;
     the product is one GEMM, several times faster from k = 100 on (docs: Design notes). The
     forward error is of the same order as the solve's (kappa(v) eps)."""
     d, k = v.shape[-1], rhs.shape[-1]

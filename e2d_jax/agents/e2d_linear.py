@@ -36,10 +36,10 @@ is mirror-prox on the exact form: since f_hat moves little between rounds, a few
 warm-started iterations track the solution (the incremental scheme the paper's conclusion
 asks for), continued while the round is not certified to 5%. The warm start has 10% of the
 uniform mixture mixed in: where the optimum's support moves (early rounds, many actions), an
-action the last round left at the floor would take a pure warm start many steps to revive. Fixed-horizon E2D's
-:data:`E2D_SOLVER` is an interior-point method (warm-started, until certified to 1e-3, at
-most 20 iterations a round): on its program mirror-prox needs hundreds of steps in a
-quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
+action the last round left at the floor would take a pure warm start many steps to revive.
+Fixed-horizon E2D's :data:`E2D_SOLVER` is an interior-point method (warm-started, until
+certified to 1e-3, at most 20 iterations a round): on its program mirror-prox needs hundreds
+of steps in a quarter of the rounds. The round's certified gap sets its status (``OK`` when within the
 solver's tolerance; docs: Concepts, 'Round statuses') and the simulator summarises it per
 seed. ``"paper"`` is the paper's solver (100 Frank-Wolfe steps per lambda on a 50-point
 grid), ``"authors"`` the authors' code's solve (:class:`~e2d_jax.dec.solvers.SubgradientGrid`:

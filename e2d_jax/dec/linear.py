@@ -109,8 +109,9 @@ PAIRS_MAX_ACTIONS = 32
 #: the best at each end of its final bracket.
 DUAL_CANDIDATES = 6
 #: Bisection steps of the dual search, in log u over a bracket of at most 0.5 log(1e12) ~ 13.8,
-#: by the dtype's size in bytes (4: float32 and narrower): a float32 bracket of 2^-27 of that is a relative change of u
-#: of 1e-7, float32's resolution, beyond which halving changes nothing.
+#: by the dtype's size in bytes (4: float32 and narrower): a float32 bracket of 2^-27 of that
+#: is a relative change of u of 1e-7, float32's resolution, beyond which halving changes
+#: nothing.
 DUAL_STEPS = {4: 27, 8: 48}
 
 
