@@ -30,10 +30,11 @@ AGENTS = ("anytime-e2d", "e2d", "ids", "ucb", "ts")
 HORIZON, SEEDS, EVERY = 30, 4, 10
 
 
-def _agent(name, env):
+def _agent(name, env, linear):
     if name == "anytime-e2d":
-        # The per-round budget the stored file was written with: its warm starts unmixed.
-        return e2d.anytime_e2d(solver=TRACKING.replace(warm_mix=0.0))
+        # On linear models, the per-round budget the stored file was written with: its warm
+        # starts unmixed.
+        return e2d.anytime_e2d(solver=TRACKING.replace(warm_mix=0.0)) if linear else e2d.anytime_e2d()
     if name == "e2d":
         return e2d.fixed_horizon_e2d(horizon=HORIZON)
     if name == "ts" and env == "finite-mab":
@@ -47,7 +48,8 @@ def compute(agents=AGENTS) -> dict:
     for env, options in CASES:
         _, params, _ = registry.build_instance(env, 0, options, "float32")
         for name in agents:
-            sim = e2d.simulate(params, _agent(name, env), horizon=HORIZON, num_seeds=SEEDS, record_every=EVERY)
+            linear = isinstance(params.model, e2d.LinearModel)
+            sim = e2d.simulate(params, _agent(name, env, linear), horizon=HORIZON, num_seeds=SEEDS, record_every=EVERY)
             out[f"{env}/{name}/regret"] = np.asarray(sim.result.regret)
             out[f"{env}/{name}/action_counts"] = np.asarray(sim.result.action_counts)
     return out
