@@ -234,11 +234,12 @@ _library_cholesky = lapack_call(_lapack_cholesky)
 _library_cho_solve = lapack_call(_lapack_cho_solve)
 
 
-def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
+def psd_cholesky(v: jax.Array, reciprocal: bool = False, library: bool = False) -> jax.Array:
     """Lower Cholesky factor (..., d, d) of a symmetric positive-definite matrix
-    (``reciprocal``: see the module docstring)."""
+    (``reciprocal``: see the module docstring; ``library``: the library call whatever d, a
+    far smaller program for a factorisation that runs once a round)."""
     d = v.shape[-1]
-    if d > UNROLL_MAX_DIM:
+    if library or d > UNROLL_MAX_DIM:
         return _library_cholesky(v)
     low = _cholesky_entries(v, reciprocal)
     zero = jnp.zeros_like(v[..., 0, 0])
@@ -246,16 +247,16 @@ def psd_cholesky(v: jax.Array, reciprocal: bool = False) -> jax.Array:
     return jnp.stack(rows, axis=-2)
 
 
-def cholesky_solve(low: jax.Array, rhs: jax.Array, reciprocal: bool = False) -> jax.Array:
+def cholesky_solve(low: jax.Array, rhs: jax.Array, reciprocal: bool = False, library: bool = False) -> jax.Array:
     """Solves ``(L L^T) x = rhs`` for a lower factor ``low`` (d, d) from :func:`psd_cholesky`.
 
     ``rhs`` is (d,) or (d, k); unrolled over d like :func:`psd_solve` (LAPACK above
-    ``UNROLL_MAX_DIM``).
+    ``UNROLL_MAX_DIM``, or where ``library``).
     """
     d = low.shape[-1]
     vector = rhs.ndim == low.ndim - 1
     rhs2 = rhs[..., None] if vector else rhs
-    if d > UNROLL_MAX_DIM:
+    if library or d > UNROLL_MAX_DIM:
         x = _library_cho_solve(low, rhs2)
     else:
         x = _substitute([[low[..., i, j] for j in range(d)] for i in range(d)], rhs2, reciprocal)

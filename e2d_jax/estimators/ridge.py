@@ -10,6 +10,13 @@ so a round costs O(m d^2) (O(d^2) per row) instead of an O(d^3) re-solve. Padded
 observation rows are exact no-ops of that update. ``log det V_t / det V_0`` is kept the same
 way (matrix determinant lemma) for the confidence width of Abbasi-Yadkori et al. (2011,
 Theorem 2) that UCB and IDS use (:func:`confidence_width`, :func:`anytime_log_inv_delta`).
+
+Observation maps with many rows (more than ``BLOCK_MIN_ROWS`` and more than d: a revealing
+action observes all K actions' rewards, so its map, and every action's padded one, has K rows)
+are added as one block instead: with V^{-1} = C C^T (Cholesky) and A = M^T M,
+(V + A)^{-1} = C (I + C^T A C)^{-1} C^T and log det(V + A) - log det V = log det(I + C^T A C),
+one GEMM over the rows and O(d^3) besides, where the row-by-row steps would be a loop of m
+dependent steps (m = K trips a round).
 """
 from __future__ import annotations
 
@@ -19,6 +26,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from e2d_jax import _linalg
+
+#: Observation maps with more rows than this (and than d) are added as one block.
+BLOCK_MIN_ROWS = 32
 
 class RidgeState(NamedTuple):
     v_inv: jax.Array  # (d, d) float, V_t^{-1}
@@ -49,10 +60,25 @@ def _rank_one(carry, row):
     return (v_inv, logdet + jnp.log(denom)), None
 
 
+def _add_block(v_inv, logdet, rows):
+    d = v_inv.shape[-1]
+    c = _linalg.psd_cholesky(v_inv, library=True)
+    g = rows @ c  # (m, d): M C
+    inner = jnp.eye(d, dtype=v_inv.dtype) + g.T @ g  # I + C^T A C, eigenvalues >= 1
+    low = _linalg.psd_cholesky(inner, library=True)
+    half = _linalg.cholesky_solve(low, c.T, library=True)  # (I + C^T A C)^{-1} C^T
+    v_inv = c @ half
+    v_inv = 0.5 * (v_inv + v_inv.T)
+    return v_inv, logdet + 2.0 * jnp.sum(jnp.log(jnp.diagonal(low)))
+
+
 def add_rows(v_inv, logdet, rows):
     """V^{-1} and log det V after adding ``rows`` (m, d) to V (V <- V + rows^T rows): one
-    Sherman-Morrison step and one determinant-lemma step per row, O(m d^2); zero rows are
-    exact no-ops."""
+    Sherman-Morrison step and one determinant-lemma step per row, O(m d^2), or one block
+    update for many rows (see the module docstring); zero rows are exact no-ops."""
+    m, d = rows.shape[-2:]
+    if m > max(BLOCK_MIN_ROWS, d):
+        return _add_block(v_inv, logdet, rows)
     (v_inv, logdet), _ = lax.scan(_rank_one, (v_inv, logdet), rows)
     return v_inv, logdet
 
