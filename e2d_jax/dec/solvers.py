@@ -72,6 +72,9 @@ _BOTH = GAP_TYPES
 
 #: Implementations of :class:`Saddle` (see its ``kernel``).
 KERNELS = ("auto", "xla", "pallas")
+#: :class:`Saddle`'s line search toward the best response runs by default on problems of more
+#: actions than this (the fused kernel's problems, and the paper's, have at most 30).
+EXCHANGE_MIN_ACTIONS = 32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +223,12 @@ class Saddle(Solver):
         the floor only after ~log(1 / FLOOR) / (step x its advantage) steps, so where the
         optimal support moves between solves a pure warm start needs more steps than a cold
         one; the mixture keeps every action within a few steps of coming back.
+      exchange: after every certificate, a line search from the best mixture toward the min
+        player's best response on the exact objective (:func:`e2d_jax.dec.saddle.exchange`):
+        True, False, or None (the default) for problems of more than
+        ``EXCHANGE_MIN_ACTIONS`` actions. Where the optimum moves onto an action the iterate
+        holds at a fraction of a percent, multiplicative steps take many blocks to move the
+        mass; the line search moves it at once, and only a better certified value is kept.
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",), ("linear", "offset"): _BOTH,
@@ -230,11 +239,20 @@ class Saddle(Solver):
     check_every: int = 25
     kernel: str = "auto"
     warm_mix: float = 0.0
+    exchange: bool | None = None
 
     def __post_init__(self):
         super().__post_init__()
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
+        if self.exchange is not None and not isinstance(self.exchange, bool):
+            raise V.ArgumentError("exchange", f"{V.name('exchange')} must be True, False or None (above "
+                                              f"{EXCHANGE_MIN_ACTIONS} actions), got {self.exchange!r}")
+
+    def exchanges(self, num_actions: int) -> bool:
+        """Whether the solves of a problem with ``num_actions`` actions (the min player's) run
+        the line search of ``exchange`` (static)."""
+        return num_actions > EXCHANGE_MIN_ACTIONS if self.exchange is None else self.exchange
 
     def solve(self, problem, carry=None, *, rtol=None, atol=None):
         """Mirror-prox on ``problem``'s saddle-point form (see :meth:`Solver.solve`); a linear
@@ -250,7 +268,8 @@ class Saddle(Solver):
         def xla():
             return loop.solve(self, problem, carry, rtol=rtol, atol=atol)
 
-        if problem.family != "linear" or rtol is not None or atol is not None or self.kernel == "xla":
+        if problem.family != "linear" or rtol is not None or atol is not None or self.kernel == "xla" \
+                or self.exchanges(problem.span.features.shape[-2]):
             return xla()
         span = problem.span
         k, r = span.features.shape[-2:]
@@ -279,7 +298,8 @@ class Saddle(Solver):
         return saddle.init(form.grads, form.certificate, warm.mu, warm.omega, warm.step)
 
     def step(self, work, state):
-        return saddle.block(work.form.grads, work.form.certificate, state, saddle.blocks(self.maxiter, self.check_every)[0])
+        return saddle.block(work.form.grads, work.form.certificate, state, saddle.blocks(self.maxiter, self.check_every)[0],
+                            self.exchanges(state.best_mu.shape[-1]))
 
     def steps(self, work) -> int:
         return saddle.blocks(self.maxiter, self.check_every)[1]

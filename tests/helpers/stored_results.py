@@ -34,7 +34,7 @@ def _agent(name, env, linear):
     if name == "anytime-e2d":
         # On linear models, the per-round budget the stored file was written with: its warm
         # starts unmixed.
-        return e2d.anytime_e2d(solver=TRACKING.replace(warm_mix=0.0)) if linear else e2d.anytime_e2d()
+        return e2d.anytime_e2d(solver=TRACKING.replace(warm_mix=0.0, exchange=False)) if linear else e2d.anytime_e2d()
     if name == "e2d":
         return e2d.fixed_horizon_e2d(horizon=HORIZON)
     if name == "ts" and env == "finite-mab":
