@@ -152,6 +152,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from e2d_jax import _linalg
@@ -177,6 +178,11 @@ SHORTFALL = 1e-4
 WARM_MIX = 0.1
 #: Smallest centring parameter: the barrier parameter falls at most tenfold per iteration.
 SIGMA_MIN = 0.1
+#: The factored form (see 'Many actions') is used from this many actions on, and where K is at
+#: least twice the number of its columns p.
+FACTORED_MIN_ACTIONS = 64
+#: The heaviest actions of mu over which the factored form's residuals are formed term by term.
+TERMWISE_ACTIONS = 64
 
 
 class Pieces(NamedTuple):
@@ -199,7 +205,7 @@ class InteriorPointState(NamedTuple):
     omega: jax.Array  # (K,) float, multipliers of the epigraph constraints, > 0
     z: jax.Array  # (K,) float, multipliers of mu >= 0, > 0
     nu: jax.Array  # () float, multiplier of 1^T mu = 1
-    pieces: Pieces  # the program evaluated at mu
+    pieces: Pieces | FactoredPieces  # the program evaluated at mu
     best_mu: jax.Array  # (K,) float, mu with the lowest upper bound so far
     best_omega: jax.Array  # (K,) float, omega / 1^T omega at best_mu
     upper: jax.Array  # () float, F(best_mu)
@@ -336,7 +342,7 @@ def certificate(mu, omega, pieces: Pieces):
     return pieces.upper, jnp.min(om @ pieces.payoff), om
 
 
-def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
+def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f", factored: bool = False):
     """``(mu_p, F(mu_p))`` for mu_p = mu with the entries below ``PURIFY`` x max(mu) set to 0
     (renormalised); F is +inf when V(mu_p) is singular to working precision (a pivot of its
     Cholesky factor below sqrt(eps) x its largest diagonal entry, or a shortfall as in
@@ -346,8 +352,227 @@ def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
     v = design_matrix(mu_p, s)
     eps = jnp.finfo(mu.dtype).eps
     regular = jnp.min(jnp.diagonal(_linalg.psd_cholesky(v)) ** 2) >= jnp.sqrt(eps) * jnp.max(jnp.diagonal(v))
-    upper = objective(mu_p, s, r, lam, gap_type)
+    upper = evaluate_factored(mu_p, s, r, lam, gap_type).upper if factored else objective(mu_p, s, r, lam, gap_type)
     return mu_p, jnp.where(regular, upper, jnp.inf)
+
+
+# --------------------------------------------------------------------------------------
+# Many actions: the factored form
+
+
+class FactoredPieces(NamedTuple):
+    """The program evaluated at one mu in the factored form (see :func:`evaluate_factored`):
+    the Jacobian is ``b @ basis(s, r, gap_type).T``, no K x K array is formed."""
+
+    h: jax.Array  # (K,) h_b(mu)
+    b: jax.Array  # (K, p) the Jacobian's row factors
+    w: jax.Array  # (r, K) W = V(mu)^{-1} X^T (refined)
+    low: jax.Array  # (r, r) Cholesky factor of V(mu)
+    upper: jax.Array  # () F(mu), or +inf where it cannot be evaluated accurately
+
+
+def _pairs(rank: int):
+    """Index pairs (a, c), a <= c, of the upper triangle of an r x r matrix."""
+    a, c = np.triu_indices(rank)
+    return jnp.asarray(a), jnp.asarray(c)
+
+
+def num_columns(rank: int, gap_type: str) -> int:
+    """p, the columns of the factored form's basis: 1 + r (r + 1) / 2, plus r for gaps Delta."""
+    return 1 + rank * (rank + 1) // 2 + (rank if gap_type == "delta" else 0)
+
+
+def use_factored(num_actions: int, rank: int, gap_type: str) -> bool:
+    """Whether the factored form is the cheaper one (static: shapes only)."""
+    return num_actions >= max(FACTORED_MIN_ACTIONS, 2 * num_columns(rank, gap_type))
+
+
+def basis(s: ObservableSpan, r, gap_type: str):
+    """The (K, p) basis L of the factored form: rows l_i = (r_i, [phi_i,] vech G_i)."""
+    a, c = _pairs(s.features.shape[1])
+    cols = [r[:, None]] + ([s.features] if gap_type == "delta" else []) + [s.grams[:, a, c]]
+    return jnp.concatenate(cols, axis=1)
+
+
+def _jacobian_rows(w, lam, gap_type: str):
+    """The (K, p) factors B with Jacobian = B L^T: grad h_b = -r - (2 phi^T w_b [Delta] + w_b^T G w_b) / (4 lambda)."""
+    rank, k = w.shape
+    a, c = _pairs(rank)
+    coef = jnp.where(a == c, 1.0, 2.0).astype(w.dtype)
+    cols = [-jnp.ones((k, 1), w.dtype)]
+    if gap_type == "delta":
+        cols.append(-(2.0 / (4.0 * lam)) * w.T)
+    cols.append(-(coef / (4.0 * lam)) * w[a].T * w[c].T)
+    return jnp.concatenate(cols, axis=1)
+
+
+def _split_design(mu, s: ObservableSpan, m: int):
+    """The m heaviest actions of mu (their weights and Gram matrices) and the sum of the
+    others' Gram matrices weighted by mu."""
+    _, top = lax.top_k(mu, m)
+    rest = jnp.einsum("k,kij->ij", mu.at[top].set(0.0), s.grams)
+    return mu[top], s.grams[top], rest
+
+
+def evaluate_factored(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> FactoredPieces:
+    """:func:`evaluate` in O(K r^2 m) without K x K arrays: the residual of the refined solve
+    and the minorant's w_b^T V w_b are formed term by term over the ``TERMWISE_ACTIONS``
+    heaviest actions of mu and through the sum of the others' Gram matrices (all of them
+    term by term where K is at most that)."""
+    k, rank = s.features.shape
+    m = min(k, TERMWISE_ACTIONS)
+    mu_top, grams_top, rest = _split_design(mu, s, m)
+    low = _linalg.psd_cholesky(design_matrix(mu, s))
+    x = directions(mu, s, gap_type)
+
+    def applied(w):  # sum_p mu_p G_p w + null_proj w (term by term over the top), and G_p w there
+        gw = (grams_top.reshape(m * rank, rank) @ w).reshape(m, rank, k)
+        return jnp.einsum("p,pib->ib", mu_top, gw) + rest @ w + s.null_proj @ w, gw
+
+    w = _linalg.cholesky_solve(low, x.T)
+    w = w + _linalg.cholesky_solve(low, x.T - applied(w)[0])
+    vw, gw = applied(w)
+    rho = x.T - vw
+    shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
+    total = jnp.sum(mu)
+    wvw = jnp.einsum("p,pib,ib->b", mu_top, gw, w) + jnp.einsum("ib,ij,jb->b", w, rest, w) \
+        + total * jnp.einsum("ib,ij,jb->b", w, s.null_proj, w)
+    if gap_type == "delta_f":
+        xw = total * jnp.einsum("bi,ib->b", s.features, w)
+    else:  # sum_j mu_j (phi_b - phi_j)^T w_b
+        xw = total * jnp.einsum("bi,ib->b", s.features, w) - (mu @ s.features) @ w
+    c = 2.0 * xw - wvw
+    h = total * r - mu @ r + c / (4.0 * lam) + shortfall / (4.0 * lam)
+    accurate = jnp.all(shortfall <= SHORTFALL * (c + shortfall)) & jnp.all(jnp.isfinite(h))
+    return FactoredPieces(h=h, b=_jacobian_rows(w, lam, gap_type), w=w, low=low,
+                          upper=jnp.where(accurate, jnp.max(h), jnp.inf))
+
+
+def game_values(om, w, s: ObservableSpan, r, lam, gap_type: str):
+    """(omega^T A)_j over all K actions j for a mixture omega (K,), A's minorants at the
+    weights w (r, K): the certificate's matrix-game bound is their minimum, in O(K r^2)."""
+    p = jnp.einsum("b,ib,jb->ij", om, w, w)  # sum_b omega_b w_b w_b^T
+    fw = jnp.einsum("bi,ib->b", s.features, w)
+    if gap_type == "delta_f":
+        cross = 2.0 * (om @ fw) * jnp.ones_like(r)
+    else:  # sum_b omega_b (phi_b - phi_j)^T w_b
+        cross = 2.0 * (om @ fw - s.features @ (w @ om))
+    quad = jnp.einsum("jkl,kl->j", s.grams, p) + jnp.sum(s.null_proj * p)
+    return om @ r - r + (cross - quad) / (4.0 * lam)
+
+
+def hessian_core(weights, w, low, lam, gap_type: str):
+    """C2 (p, p) with sum_b weights_b grad^2 h_b = L C2 L^T: with p_{b,i} = R_b l_i (R_b maps
+    (r_i, phi_i, vech G_i) to [phi_i +] G_i w_b), C2 = (2 / (4 lambda)) sum_b weights_b
+    R_b^T V^{-1} R_b, in closed form from S = sum_b weights_b w_b w_b^T and V^{-1}."""
+    rank = w.shape[0]
+    dtype = w.dtype
+    vinv = _linalg.cholesky_solve(low, jnp.eye(rank, dtype=dtype))
+    vinv = 0.5 * (vinv + vinv.T)
+    sw = (w * weights) @ w.T
+    a, c = _pairs(rank)
+    half = jnp.where(a == c, 0.5, 1.0).astype(dtype)
+    A, C, E, F = a[:, None], c[:, None], a[None, :], c[None, :]
+    # col_k^T V^{-1} col_l summed with the weights, col_k = half_k (e_a w_c + e_c w_a)
+    cvv = (vinv[A, E] * sw[C, F] + vinv[A, F] * sw[C, E] + vinv[C, E] * sw[A, F] + vinv[C, F] * sw[A, E])
+    cvv = cvv * half[:, None] * half[None, :]
+    inner = cvv
+    if gap_type == "delta":  # the phi block: sum_b weights_b V^{-1}, and its cross terms with G_i w_b
+        wbar = w @ weights
+        cpv = (vinv[:, a] * wbar[c][None, :] + vinv[:, c] * wbar[a][None, :]) * half[None, :]  # (r, s)
+        inner = jnp.block([[jnp.sum(weights) * vinv, cpv], [cpv.T, cvv]])
+    n = inner.shape[0]
+    core = jnp.zeros((n + 1, n + 1), dtype).at[1:, 1:].set(inner)
+    return core * (2.0 / (4.0 * lam))
+
+
+def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r, gap_type: str):
+    """:func:`_newton_solver` in the factored form: the K x K matrix is diag(z / mu) + L C L^T
+    with C (p, p) = B_c^T diag(d) B_c + C2, solved by the Sherman-Morrison-Woodbury identity
+    (one p x p LU factorisation) with two steps of iterative refinement against the exact
+    product."""
+    mu, t, omega, z, nu = state.mu, state.t, state.omega, state.z, state.nu
+    dtype = mu.dtype
+    pieces = state.pieces
+    basis_l = basis(s, r, gap_type)
+    rows = pieces.b
+    col = jnp.maximum(jnp.sqrt(jnp.sum(basis_l ** 2, axis=0)), jnp.finfo(dtype).tiny)
+    basis_l = basis_l / col  # unit columns; B scaled inversely keeps B L^T
+    rows = rows * col
+    h = pieces.h
+    jac_t = lambda v: basis_l @ (v @ rows)  # noqa: E731  v^T J
+    jac_m = lambda u: rows @ (basis_l.T @ u)  # noqa: E731  J u
+
+    r_mu = jac_t(omega) - z + nu
+    r_s = 1.0 - jnp.sum(omega)
+    r_p = h - state.s + t
+    r_eq = jnp.sum(mu) - 1.0
+    d = omega / t
+    delta = jnp.sum(d)
+    bd = d @ rows
+    u = basis_l @ bd
+    centred = rows - bd / delta
+    core = centred.T @ (d[:, None] * centred) + hessian_core(omega, pieces.w, pieces.low, lam, gap_type) \
+        * col[:, None] * col[None, :]
+    core = 0.5 * (core + core.T)
+    lc = basis_l @ core
+    zm = z / mu
+    diag = zm + jnp.sum(lc * basis_l, axis=1)
+    dg = zm + state.ridge * diag
+    scaled = basis_l / dg[:, None]
+    p = core.shape[0]
+    lu = jax.scipy.linalg.lu_factor(jnp.eye(p, dtype=dtype) + core @ (basis_l.T @ scaled))
+
+    def matvec(y):
+        return zm[:, None] * y + lc @ (basis_l.T @ y)
+
+    def once(b):
+        db = b / dg[:, None]
+        return db - scaled @ jax.scipy.linalg.lu_solve(lu, core @ (basis_l.T @ db))
+
+    def solve_mat(rhs):  # (K, n), two steps of iterative refinement
+        y = once(rhs)
+        for _ in range(int(__import__("os").environ.get("REFINE", "2"))):
+            y = y + once(rhs - matvec(y))
+        return y
+
+    ones = jnp.ones_like(mu)
+
+    def newton(c1, c2):
+        q = (c1 + omega * r_p) / t
+        b1 = -r_mu - jac_t(q) + c2 / mu
+        b2 = r_s - jnp.sum(q)
+        y = solve_mat(jnp.stack([b1 - u * (b2 / delta), ones], axis=1))
+        dnu = (jnp.sum(y[:, 0]) + r_eq) / jnp.sum(y[:, 1])
+        dmu = y[:, 0] - dnu * y[:, 1]
+        ds = (u @ dmu - b2) / delta
+        dt = ds - jac_m(dmu) - r_p
+        domega = (c1 - omega * dt) / t
+        dz = (c2 - z * dmu) / mu
+        return dmu, ds, dt, domega, dz, dnu
+
+    return newton
+
+
+def jacobian_times(pieces, vector, s: ObservableSpan, r, gap_type: str):
+    """J @ vector for either form of the pieces."""
+    if isinstance(pieces, FactoredPieces):
+        return pieces.b @ (basis(s, r, gap_type).T @ vector)
+    return pieces.jac @ vector
+
+
+def times_jacobian(vector, pieces, s: ObservableSpan, r, gap_type: str):
+    """vector^T J for either form of the pieces."""
+    if isinstance(pieces, FactoredPieces):
+        return basis(s, r, gap_type) @ (vector @ pieces.b)
+    return vector @ pieces.jac
+
+
+def _certificate_any(mu, omega, pieces, s, r, lam, gap_type):
+    if isinstance(pieces, FactoredPieces):
+        om = omega / jnp.sum(omega)
+        return pieces.upper, jnp.min(game_values(om, pieces.w, s, r, lam, gap_type)), om
+    return certificate(mu, omega, pieces)
 
 
 # --------------------------------------------------------------------------------------
@@ -368,22 +593,26 @@ def interior(p, k, dtype):
     return (1.0 - WARM_MIX) * p + WARM_MIX / k
 
 
-def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=None) -> InteriorPointState:
+def init(s: ObservableSpan, r, lam, gap_type: str = "delta_f", mu0=None, omega0=None,
+         factored: bool | None = None) -> InteriorPointState:
     """A well-centred start around (mu0, omega0) (default: uniform).
 
     With g = J^T omega_n and theta = F(mu0) - lower(mu0, omega0) (the start's gap, floored at
     1e-3 x the scale of h and g), the start sets s = F(mu0) + theta and t = s - h(mu0) >= theta
     (feasible), z = g - min g + theta and nu = theta - min g, so that both stationarity
     conditions hold and both kinds of complementarity products start at the scale of the gap.
+    ``factored`` (None: by :func:`use_factored`) chooses the factored form of 'Many actions'.
     """
-    k = s.features.shape[0]
+    k, rank = s.features.shape
+    if factored is None:
+        factored = use_factored(k, rank, gap_type)
     dtype = s.features.dtype
     lam = jnp.asarray(lam, dtype)
     mu = jnp.full((k,), 1.0 / k, dtype) if mu0 is None else interior(mu0, k, dtype)
     omega = jnp.full((k,), 1.0 / k, dtype) if omega0 is None else interior(omega0, k, dtype)
-    pieces = evaluate(mu, s, r, lam, gap_type)
-    upper, lower, om = certificate(mu, omega, pieces)
-    g = om @ pieces.jac
+    pieces = evaluate_factored(mu, s, r, lam, gap_type) if factored else evaluate(mu, s, r, lam, gap_type)
+    upper, lower, om = _certificate_any(mu, omega, pieces, s, r, lam, gap_type)
+    g = times_jacobian(om, pieces, s, r, gap_type)
     value = jnp.max(pieces.h)  # = upper unless the start's solve is inaccurate (upper = inf)
     size = jnp.maximum(jnp.max(jnp.abs(pieces.h)), jnp.max(jnp.abs(g)))
     theta = jnp.maximum(value - lower, jnp.maximum(1e-3 * size, jnp.finfo(dtype).tiny ** 0.5))
@@ -442,13 +671,16 @@ def _newton_solver(state: InteriorPointState, lam):
     return newton
 
 
-def _direction(state: InteriorPointState, lam):
+def _direction(state: InteriorPointState, lam, s: ObservableSpan, r, gap_type: str):
     """Mehrotra's predictor (affine scaling), the centring parameter, and the corrector with
     centring: the direction (dmu, ds, dt, domega, dz, dnu) and its longest step a_max inside
     the boundary fractions (see the module docstring, 'Step rule')."""
     mu, t, omega, z = state.mu, state.t, state.omega, state.z
     k = mu.shape[0]
-    newton = _newton_solver(state, lam)
+    if isinstance(state.pieces, FactoredPieces):
+        newton = _newton_solver_factored(state, lam, s, r, gap_type)
+    else:
+        newton = _newton_solver(state, lam)
 
     def longest(dmu, dt, domega, dz, fraction=1.0, fraction_mu=1.0):
         return jnp.minimum(
@@ -475,10 +707,10 @@ def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_m
     finite, strictly interior)."""
     mu, t, omega, z, nu = state.mu, state.t, state.omega, state.z, state.nu
     dmu, ds, dt, domega, dz, dnu = direction
-    h, jac = state.pieces.h, state.pieces.jac
+    h = state.pieces.h
     alphas = a_max * jnp.asarray(STEP_LADDER, mu.dtype)
     trial_h = jax.vmap(lambda a: _constraints_fast(mu + a * dmu, s, r, lam, gap_type))(alphas)
-    error = trial_h - h[None, :] - alphas[:, None] * (jac @ dmu)[None, :]
+    error = trial_h - h[None, :] - alphas[:, None] * jacobian_times(state.pieces, dmu, s, r, gap_type)[None, :]
     admissible = jnp.all((error <= NONLINEARITY * (t[None, :] + alphas[:, None] * dt[None, :]))
                          & jnp.isfinite(error), axis=1)
     first = jnp.argmax(admissible)
@@ -495,14 +727,15 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     the certificate of the new iterate and of its purified neighbour."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
-    direction, a_max = _direction(state, lam)
+    direction, a_max = _direction(state, lam, s, r, gap_type)
     new, ok = _ladder(s, r, lam, state, direction, a_max, gap_type)
     mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
                                   zip(new, (state.mu, state.s, state.t, state.omega, state.z, state.nu)))
 
-    pieces = evaluate(mu, s, r, lam, gap_type)
-    upper, lower, om = certificate(mu, omega, pieces)
-    mu_p, upper_p = purified(mu, s, r, lam, gap_type)
+    factored = isinstance(state.pieces, FactoredPieces)
+    pieces = evaluate_factored(mu, s, r, lam, gap_type) if factored else evaluate(mu, s, r, lam, gap_type)
+    upper, lower, om = _certificate_any(mu, omega, pieces, s, r, lam, gap_type)
+    mu_p, upper_p = purified(mu, s, r, lam, gap_type, factored)
     better = ok & (upper < state.upper)
     best_mu = jnp.where(better, mu, state.best_mu)
     best_omega = jnp.where(better, om, state.best_omega)

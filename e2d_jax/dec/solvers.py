@@ -485,7 +485,7 @@ class InteriorPoint(Solver):
         span = interior_point.symmetrised(problem.span)
         dtype = span.features.dtype
         k, rank = span.features.shape
-        m = working_set.size(k, rank, self.working_set)
+        m = k if self.working_set is None else working_set.size(k, rank, self.working_set)
         form = (span, jnp.asarray(problem.rewards(), dtype), jnp.asarray(problem.lam, dtype), problem.gap_type,
                 m if m < k else None)
         return _Work(problem, problem.cold_start() if carry is None else carry, form)
