@@ -108,6 +108,34 @@ greedy action whenever it is informative enough: the relative gap certifies noth
 The best upper bound (with its mu and omega) and the best lower bound over the iterations
 are kept, so the returned gap is certified and monotone.
 
+Many actions. Both pieces above grow faster than K: the Hessian costs K^3 r and the Newton
+matrix is K x K. They have structure: grad h_b(mu) = -r - (w_b^T G_i w_b)_i / (4 lambda)
+(plus -2 phi_i^T w_b / (4 lambda) for gaps Delta) is linear in the rows l_i = (r_i, [phi_i,]
+vech G_i) of a (K, p) basis L, p = 1 + r (r + 1) / 2 (+ r), and so is every second
+derivative, so J = B L^T and H = L C2 L^T with small factors (:func:`basis`,
+:func:`_jacobian_rows`, :func:`hessian_core`). From K >= max(``FACTORED_MIN_ACTIONS``, 2 p)
+(:func:`use_factored`) the Newton matrix diag(z / mu) + L C L^T is solved by the
+Sherman-Morrison-Woodbury identity (one p x p LU factorisation) with
+``FACTORED_REFINEMENTS`` steps of iterative refinement against the exact product, and the
+pieces are evaluated without K x K arrays (:func:`evaluate_factored`: the refinement residual
+is formed term by term over the ``TERMWISE_ACTIONS`` heaviest actions of mu and through the
+sum of the others' Gram matrices): O(K p^2) an iteration. The two forms agree to rounding
+(``tests/unit/test_interior_point.py``).
+
+Above ``MANY_ACTIONS`` actions two more rules hold, in both forms. The optimum then spreads
+over many actions (at small lambda the program is close to a G-optimal design, whose support
+has up to r (r + 1) / 2 + 1 actions), and float32 loses the multipliers omega first: the
+lower bound from the normalised omega stalls at a few 1e-3 of the optimum while mu is much
+closer. So each iteration also solves the certificate's matrix game for the max player on a
+few rows and columns (:func:`restricted_lower`: the ``GAME_ROWS`` largest h_b, the
+``GAME_COLUMNS`` heaviest actions of mu) by the matrix-game interior-point method of
+:mod:`e2d_jax.dec.matrix_game`, and takes min_j (omega^T A)_j over all K actions at its
+mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu is.
+Second, near the optimum the Newton matrix's conditioning (z / mu spans many orders of
+magnitude) can make float32 return a direction along which every variable hits its bound at
+once (longest step ~1e-8): such a direction, with a longest step below ``SHORT_STEP``, is
+rejected like a non-finite one, and the next Newton matrix gets a ridge.
+
 Floating point. "Certified" is up to the rounding of these evaluations: upper and lower are
 each computed to a few ulps of the terms that cancel in them (r_b - r_j and c_b / (4 lambda)
 for the certificate's payoff), which is a large relative error when the optimum is much
@@ -156,7 +184,7 @@ import numpy as np
 from jax import lax
 
 from e2d_jax import _linalg
-from e2d_jax.dec import loop
+from e2d_jax.dec import loop, matrix_game
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.types import GAP_TYPES
 
@@ -183,6 +211,20 @@ SIGMA_MIN = 0.1
 FACTORED_MIN_ACTIONS = 64
 #: The heaviest actions of mu over which the factored form's residuals are formed term by term.
 TERMWISE_ACTIONS = 64
+#: Steps of iterative refinement of the factored form's Woodbury solve.
+FACTORED_REFINEMENTS = 2
+#: Above this many actions every iteration also solves the restricted max player's game for
+#: a lower bound (:func:`restricted_lower`) and rejects collapsed directions (``SHORT_STEP``);
+#: up to it the method is the plain one of the sections above.
+MANY_ACTIONS = 32
+#: The restricted game's rows (the constraints with the largest h_b), its columns (the
+#: heaviest actions of mu) and its interior-point iterations.
+GAME_ROWS = 64
+GAME_COLUMNS = 128
+GAME_STEPS = 15
+#: Above ``MANY_ACTIONS``, a direction whose longest step inside the boundary fractions is
+#: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge).
+SHORT_STEP = 1e-3
 
 
 class Pieces(NamedTuple):
@@ -532,7 +574,7 @@ def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r
 
     def solve_mat(rhs):  # (K, n), two steps of iterative refinement
         y = once(rhs)
-        for _ in range(int(__import__("os").environ.get("REFINE", "2"))):
+        for _ in range(FACTORED_REFINEMENTS):
             y = y + once(rhs - matvec(y))
         return y
 
@@ -566,6 +608,41 @@ def times_jacobian(vector, pieces, s: ObservableSpan, r, gap_type: str):
     if isinstance(pieces, FactoredPieces):
         return basis(s, r, gap_type) @ (vector @ pieces.b)
     return vector @ pieces.jac
+
+
+def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
+    """A certified lower bound from the max player's side, ``(lower, omega)``.
+
+    The certificate's matrix game min_mu max_b (A mu)_b (module docstring) is solved for the
+    max player on a few rows and columns: the ``GAME_ROWS`` constraints with the largest h_b
+    at ``mu`` and the ``GAME_COLUMNS`` heaviest actions of ``mu``, by the interior-point method
+    of :mod:`e2d_jax.dec.matrix_game` (``GAME_STEPS`` iterations, its Newton systems of the
+    rows' size). Its best mixture omega, zero off the rows, gives min_j (omega^T A)_j over all
+    K actions j, a valid bound whatever omega is (see 'Many actions')."""
+    k = mu.shape[0]
+    _, rows = lax.top_k(pieces.h, min(k, GAME_ROWS))
+    _, cols = lax.top_k(mu, min(k, GAME_COLUMNS))
+    if isinstance(pieces, FactoredPieces):
+        w = pieces.w[:, rows]
+        x = s.features[rows]
+        quad = jnp.einsum("jkl,kb,lb->bj", s.grams[cols], w, w) \
+            + jnp.einsum("kb,kl,lb->b", w, s.null_proj, w)[:, None]
+        cross = 2.0 * jnp.einsum("bi,ib->b", x, w)[:, None]
+        if gap_type == "delta":  # (x_b)_j = phi_b - phi_j
+            cross = cross - 2.0 * (s.features[cols] @ w).T
+        block = r[rows][:, None] - r[cols][None, :] + (cross - quad) / (4.0 * lam)
+    else:
+        block = pieces.payoff[rows][:, cols]
+    a = -block  # the max player of A is the min player of -A
+    scaled = matrix_game.ipm_scaled(a)
+    game = lax.fori_loop(0, GAME_STEPS, lambda _, g: matrix_game.ipm_step(a, scaled, g),
+                         matrix_game.ipm_start(a, scaled))
+    omega = jnp.zeros_like(mu).at[rows].set(game.best_mu)
+    if isinstance(pieces, FactoredPieces):
+        values = game_values(omega, pieces.w, s, r, lam, gap_type)
+    else:
+        values = omega @ pieces.payoff
+    return jnp.min(values), omega
 
 
 def _certificate_any(mu, omega, pieces, s, r, lam, gap_type):
@@ -717,7 +794,9 @@ def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_m
     alpha = alphas[first]
     new = (mu + alpha * dmu, state.s + alpha * ds, t + alpha * dt, omega + alpha * domega, z + alpha * dz,
            nu + alpha * dnu)
+    many = mu.shape[0] > MANY_ACTIONS  # static
     ok = admissible[first] & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) \
+        & ((a_max >= SHORT_STEP) if many else True) \
         & jnp.all(new[0] > 0) & jnp.all(new[2] > 0) & jnp.all(new[3] > 0) & jnp.all(new[4] > 0)
     return new, ok
 
@@ -735,6 +814,8 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     factored = isinstance(state.pieces, FactoredPieces)
     pieces = evaluate_factored(mu, s, r, lam, gap_type) if factored else evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = _certificate_any(mu, omega, pieces, s, r, lam, gap_type)
+    if mu.shape[0] > MANY_ACTIONS:
+        lower = jnp.maximum(lower, restricted_lower(mu, pieces, s, r, lam, gap_type)[0])
     mu_p, upper_p = purified(mu, s, r, lam, gap_type, factored)
     better = ok & (upper < state.upper)
     best_mu = jnp.where(better, mu, state.best_mu)

@@ -452,10 +452,13 @@ class InteriorPoint(Solver):
     (:mod:`e2d_jax.dec.interior_point`): Newton steps on the epigraph form, at most
     ``maxiter`` of them, each answer certified.
 
-    On more actions than its working set (``working_set``; by default
-    max(32, 4 r) for a span of dimension r) the method runs on a working set of them, certified
-    on all of them every iteration (:mod:`e2d_jax.dec.working_set`): a round's cost grows like
-    m K r^2 instead of K^3 r.
+    By default the method runs on all K actions: its dense K x K Newton system up to 128
+    actions, and from K >= 2 p (p = 1 + r (r + 1) / 2 for a span of dimension r) its factored
+    form, whose iteration costs O(K p^2) (:mod:`e2d_jax.dec.interior_point`, 'Many actions';
+    above 32 actions each iteration also bounds the optimum from the max player's side).
+    Between the two, or when ``working_set`` is given, it runs on a working set of m actions
+    (by default max(32, 4 r)), certified on all of them every iteration
+    (:mod:`e2d_jax.dec.working_set`): O(m K r^2) an iteration.
 
     Attributes:
       maxiter: Newton iterations at most (a problem that meets the tolerance is frozen).
@@ -465,8 +468,8 @@ class InteriorPoint(Solver):
         ``lax.while_loop``; under ``vmap`` it runs until the batch's slowest problem is
         done). False runs exactly ``maxiter`` iterations (a ``lax.fori_loop``). The answers
         are the same either way.
-      working_set: the number of actions the Newton steps run on (None: max(32, 4 r), at most
-        K; K or more: all of them, the plain method).
+      working_set: the number of actions the Newton steps run on (None: as above; K or more:
+        all of them, the plain method).
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "offset"): _BOTH}
@@ -485,7 +488,7 @@ class InteriorPoint(Solver):
         span = interior_point.symmetrised(problem.span)
         dtype = span.features.dtype
         k, rank = span.features.shape
-        m = k if self.working_set is None else working_set.size(k, rank, self.working_set)
+        m = working_set.size(k, rank, self.working_set, problem.gap_type)
         form = (span, jnp.asarray(problem.rewards(), dtype), jnp.asarray(problem.lam, dtype), problem.gap_type,
                 m if m < k else None)
         return _Work(problem, problem.cold_start() if carry is None else carry, form)

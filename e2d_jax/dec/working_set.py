@@ -55,13 +55,21 @@ PER_DIMENSION = 4
 SWAP_SHARE = 4
 #: The set changes once the restricted program's gap is below this share of the whole one's.
 SWAP_GAP = 0.25
+#: Up to this many actions the default is the plain method (its dense Newton system costs
+#: K^3 r an iteration).
+PLAIN_MAX_ACTIONS = 128
 
 
-def size(num_actions: int, rank: int, requested: int | None = None) -> int:
-    """The working set's size m: ``requested`` (at most K), or max(MIN_SIZE, PER_DIMENSION r)
-    (at most K); m = K is the plain method."""
+def size(num_actions: int, rank: int, requested: int | None = None, gap_type: str = "delta_f") -> int:
+    """The working set's size m (m = K is the plain method): ``requested`` (at most K); by
+    default the plain method where it is affordable, up to ``PLAIN_MAX_ACTIONS`` actions
+    (its dense K x K Newton system) and wherever its factored form applies
+    (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p), else max(MIN_SIZE,
+    PER_DIMENSION r)."""
     if requested is not None:
         return min(int(requested), num_actions)
+    if num_actions <= PLAIN_MAX_ACTIONS or ip.use_factored(num_actions, rank, gap_type):
+        return num_actions
     return min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
 
 
