@@ -224,7 +224,7 @@ GAME_COLUMNS = 128
 GAME_STEPS = 15
 #: Above ``MANY_ACTIONS``, a direction whose longest step inside the boundary fractions is
 #: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge).
-SHORT_STEP = 1e-3
+SHORT_STEP = 0.05
 
 
 class Pieces(NamedTuple):

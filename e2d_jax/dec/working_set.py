@@ -61,16 +61,24 @@ PLAIN_MAX_ACTIONS = 128
 
 
 def size(num_actions: int, rank: int, requested: int | None = None, gap_type: str = "delta_f") -> int:
-    """The working set's size m (m = K is the plain method): ``requested`` (at most K); by
-    default the plain method where it is affordable, up to ``PLAIN_MAX_ACTIONS`` actions
-    (its dense K x K Newton system) and wherever its factored form applies
-    (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p), else max(MIN_SIZE,
-    PER_DIMENSION r)."""
+    """The working set's size m (m = K is the plain method): ``requested`` (at most K), or by
+    default max(MIN_SIZE, PER_DIMENSION r) (at most K), unless that set may be too small to
+    hold an optimal mixture (fewer than :func:`support_bound` actions) and the plain method is
+    affordable: up to ``PLAIN_MAX_ACTIONS`` actions (its dense K x K Newton system) or where
+    its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
     if requested is not None:
         return min(int(requested), num_actions)
-    if num_actions <= PLAIN_MAX_ACTIONS or ip.use_factored(num_actions, rank, gap_type):
+    m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
+    if m < support_bound(rank, gap_type) and (num_actions <= PLAIN_MAX_ACTIONS
+                                              or ip.use_factored(num_actions, rank, gap_type)):
         return num_actions
-    return min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
+    return m
+
+
+def support_bound(rank: int, gap_type: str = "delta_f") -> int:
+    """Actions an optimal mixture needs at most (Caratheodory): both players' strategies
+    depend on mu through V(mu) (dim Sym(r)) and <mu, r> (and Phi^T mu for gaps Delta), plus one."""
+    return rank * (rank + 1) // 2 + 2 + (rank if gap_type == "delta" else 0)
 
 
 class WorkingSetState(NamedTuple):

@@ -346,7 +346,7 @@ def test_argument_errors():
 def test_working_set_matches_cvxpy_and_the_plain_method(gap_type):
     """On 48 actions, a working set of 32 is certified on the program over all actions: its
     value within 1e-4 of cvxpy's optimum, its lower bound below it, and the same value as the
-    plain method (the default at 48 actions, with the restricted game's lower bound)."""
+    plain method (with the restricted game's lower bound above 32 actions)."""
     from e2d_jax.dec import linear as L
     from e2d_jax.dec import solvers as S
     for seed in (11, 12):
@@ -354,19 +354,23 @@ def test_working_set_matches_cvxpy_and_the_plain_method(gap_type):
         ref, _ = LinearOffsetCvx(feats, grams, f_hat, gap_type).solve(lam)
         ws = L.linear_offset_dec(feats, grams, f_hat, lam, gap_type=gap_type,
                                  solver=S.InteriorPoint(rtol=1e-6, working_set=32))
-        plain = L.linear_offset_dec(feats, grams, f_hat, lam, gap_type=gap_type, solver=S.InteriorPoint(rtol=1e-6))
+        plain = L.linear_offset_dec(feats, grams, f_hat, lam, gap_type=gap_type,
+                                    solver=S.InteriorPoint(rtol=1e-6, working_set=48))
         assert int(ws.status) == Status.OK and int(plain.status) == Status.OK
         for answer in (ws, plain):
             assert float(answer.lower_bound) <= ref * (1 + 1e-6) + 1e-9
             assert abs(float(answer.value) - ref) <= 1e-4 * abs(ref)
 
 
-def test_default_is_the_plain_method_where_it_is_affordable():
-    """The default working set: every action up to 128 and wherever the factored form
-    applies (K >= 2 p), a working set of max(32, 4 r) between the two."""
+def test_default_is_the_plain_method_where_a_working_set_may_be_too_small():
+    """The default working set, max(32, 4 r), where it holds every optimum (r <= 7 under gaps
+    Delta_f: r (r + 1) / 2 + 2 <= 32); else every action up to 128 and wherever the factored
+    form applies (K >= 2 p), and the working set between the two."""
     from e2d_jax.dec import working_set
-    assert working_set.size(48, 3) == 48
-    assert working_set.size(1000, 10) == 1000  # p = 56, factored
+    assert working_set.size(48, 3) == 32
+    assert working_set.size(1000, 3) == 32
+    assert working_set.size(100, 10) == 100  # dense
+    assert working_set.size(1000, 10) == 1000  # p = 56: factored
     assert working_set.size(500, 30) == 120  # p = 466: neither
     assert working_set.size(1000, 30) == 1000
     assert working_set.size(500, 30, requested=64) == 64
@@ -391,10 +395,10 @@ def test_working_set_settles_before_it_changes_on_many_actions():
 
 
 @pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
-@pytest.mark.parametrize("working", [32, None], ids=["working-set", "plain"])
+@pytest.mark.parametrize("working", [32, 48], ids=["working-set", "plain"])
 def test_many_actions_in_float32_are_certified_against_cvxpy(gap_type, working):
     """48 actions in float32 (the simulator's default precision), on a working set of 32 and
-    by the default plain method: certified (status OK at rtol 1e-3), the value within 2e-3 of
+    by the plain method (with the restricted game's lower bound): certified (status OK at rtol 1e-3), the value within 2e-3 of
     cvxpy's float64 optimum, the lower bound below that optimum up to float32 rounding (1e-5
     relative), and the certified gap covering the distance to the optimum."""
     from e2d_jax.dec import linear as L
