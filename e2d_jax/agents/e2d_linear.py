@@ -258,7 +258,8 @@ def fixed_horizon_e2d(
         span, mkey = model.span, model_key(model)
         state = state._replace(warm=_warm_start(state, mkey, model), model_key=mkey)
         lam_t = jnp.asarray(base * lam_scale, model.features.dtype)
-        res, warm = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_t / scale, solver,
+        sized = solver.sized_for(model, gap_type) if isinstance(solver, S.InteriorPoint) else solver
+        res, warm = dec_linear.solve_offset(span, state.estimate.f_hat @ span.basis, lam_t / scale, sized,
                                             state.warm, gap_type)
         action, warm = _play(key, state, res, warm, model)
         info = E2DInfo(status=res.status, value=res.value, lam=res.lam * scale, gap=res.gap,

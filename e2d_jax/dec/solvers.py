@@ -452,13 +452,15 @@ class InteriorPoint(Solver):
     (:mod:`e2d_jax.dec.interior_point`): Newton steps on the epigraph form, at most
     ``maxiter`` of them, each answer certified.
 
-    By default the method runs on all K actions: its dense K x K Newton system up to 128
-    actions, and from K >= 2 p (p = 1 + r (r + 1) / 2 for a span of dimension r) its factored
-    form, whose iteration costs O(K p^2) (:mod:`e2d_jax.dec.interior_point`, 'Many actions';
-    above 32 actions each iteration also bounds the optimum from the max player's side).
-    Between the two, or when ``working_set`` is given, it runs on a working set of m actions
-    (by default max(32, 4 r)), certified on all of them every iteration
-    (:mod:`e2d_jax.dec.working_set`): O(m K r^2) an iteration.
+    On more actions than its working set (``working_set``; by default max(32, 4 r) for a span
+    of dimension r) the method runs on a working set of them, certified on all of them every
+    iteration (:mod:`e2d_jax.dec.working_set`): O(m K r^2) an iteration instead of K^3 r. A
+    working set of K or more is the plain method: its dense K x K Newton system, and from
+    K >= 2 p (p = 1 + r (r + 1) / 2) its factored form, O(K p^2) an iteration
+    (:mod:`e2d_jax.dec.interior_point`, 'Many actions'; above 32 actions each iteration also
+    bounds the optimum from the max player's side). :meth:`sized_for` picks the plain method
+    for a model whose actions observe one number each, where an optimum may need more actions
+    than the default set holds (E2D's agent does).
 
     Attributes:
       maxiter: Newton iterations at most (a problem that meets the tolerance is frozen).
@@ -483,6 +485,18 @@ class InteriorPoint(Solver):
         super().__post_init__()
         if self.working_set is not None:
             V.check_int("working_set", self.working_set, minimum=2)
+
+    def sized_for(self, model, gap_type: str = "delta_f") -> "InteriorPoint":
+        """This solver with its working set chosen for ``model`` (a
+        :class:`~e2d_jax.envs.linear.LinearModel`; static shapes only) where none is set: with
+        one observation row per action (a linear bandit, a duelling game) the plain method
+        where the default set may be too small to hold an optimum
+        (:func:`~e2d_jax.dec.working_set.size` with ``rank_one``)."""
+        if self.working_set is not None:
+            return self
+        k, rank = model.span.features.shape
+        return self.replace(working_set=working_set.size(k, rank, None, gap_type,
+                                                         rank_one=model.obs_matrices.shape[1] == 1))
 
     def prepare(self, problem, carry):
         span = interior_point.symmetrised(problem.span)
