@@ -122,7 +122,9 @@ is formed term by term over the ``TERMWISE_ACTIONS`` heaviest actions of mu and 
 sum of the others' Gram matrices): O(K p^2) an iteration. The two forms agree to rounding
 (``tests/unit/test_interior_point.py``).
 
-Above ``MANY_ACTIONS`` actions two more rules hold, in both forms. The optimum then spreads
+Above ``MANY_ACTIONS`` actions two more rules hold in the plain method, in both forms (a
+working set's restricted program, certified on all actions by its own bounds, runs without
+them). The optimum then spreads
 over many actions (at small lambda the program is close to a G-optimal design, whose support
 has up to r (r + 1) / 2 + 1 actions), and float32 loses the multipliers omega first: the
 lower bound from the normalised omega stalls at a few 1e-3 of the optimum while mu is much
@@ -777,7 +779,8 @@ def _direction(state: InteriorPointState, lam, s: ObservableSpan, r, gap_type: s
     return direction, longest(dmu, dt, domega, dz, BOUNDARY_FRACTION, SUPPORT_FRACTION)
 
 
-def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_max, gap_type: str):
+def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_max, gap_type: str,
+            many: bool = False):
     """The step ladder: the longest of the steps ``a_max * STEP_LADDER`` at which every
     constraint's linearisation error stays within NONLINEARITY of its slack (the trial points
     evaluated in one batch); returns the new point and whether it is accepted (admissible,
@@ -794,27 +797,31 @@ def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_m
     alpha = alphas[first]
     new = (mu + alpha * dmu, state.s + alpha * ds, t + alpha * dt, omega + alpha * domega, z + alpha * dz,
            nu + alpha * dnu)
-    many = mu.shape[0] > MANY_ACTIONS  # static
     ok = admissible[first] & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) \
         & ((a_max >= SHORT_STEP) if many else True) \
         & jnp.all(new[0] > 0) & jnp.all(new[2] > 0) & jnp.all(new[3] > 0) & jnp.all(new[4] > 0)
     return new, ok
 
 
-def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f") -> InteriorPointState:
+def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f",
+         many: bool | None = None) -> InteriorPointState:
     """One Mehrotra predictor-corrector iteration (:func:`_direction`, :func:`_ladder`), then
-    the certificate of the new iterate and of its purified neighbour."""
+    the certificate of the new iterate and of its purified neighbour. ``many`` (static; None:
+    more than ``MANY_ACTIONS`` actions) adds the rules of 'Many actions': the restricted
+    game's lower bound and the rejection of collapsed directions (a working set's restricted
+    program, certified on all actions by its own bounds, runs without them)."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
     direction, a_max = _direction(state, lam, s, r, gap_type)
-    new, ok = _ladder(s, r, lam, state, direction, a_max, gap_type)
+    many = state.mu.shape[0] > MANY_ACTIONS if many is None else many
+    new, ok = _ladder(s, r, lam, state, direction, a_max, gap_type, many)
     mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
                                   zip(new, (state.mu, state.s, state.t, state.omega, state.z, state.nu)))
 
     factored = isinstance(state.pieces, FactoredPieces)
     pieces = evaluate_factored(mu, s, r, lam, gap_type) if factored else evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = _certificate_any(mu, omega, pieces, s, r, lam, gap_type)
-    if mu.shape[0] > MANY_ACTIONS:
+    if many:
         lower = jnp.maximum(lower, restricted_lower(mu, pieces, s, r, lam, gap_type)[0])
     mu_p, upper_p = purified(mu, s, r, lam, gap_type, factored)
     better = ok & (upper < state.upper)

@@ -237,7 +237,7 @@ def step(s: ObservableSpan, r, lam, state: WorkingSetState, gap_type: str, m: in
     the whole one, a change of the working set."""
     k = s.features.shape[0]
     s_w, r_w = restricted(s, r, state.active)
-    inner = ip.step(s_w, r_w, lam, state.inner, gap_type)
+    inner = ip.step(s_w, r_w, lam, state.inner, gap_type, many=False)
     active = state.active
     upper, h, w = full_objective(inner.mu, active, s, r, lam, gap_type)
     lower, values = full_lower(inner.omega, active, w, s, r, lam, gap_type)
