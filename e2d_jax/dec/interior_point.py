@@ -124,11 +124,10 @@ sum of the others' Gram matrices): O(K p^2) an iteration. The two forms agree to
 
 Above ``MANY_ACTIONS`` actions two more rules hold in the plain method, in both forms (a
 working set's restricted program, certified on all actions by its own bounds, runs without
-them). The optimum then spreads
-over many actions (at small lambda the program is close to a G-optimal design, whose support
-has up to r (r + 1) / 2 + 1 actions), and float32 loses the multipliers omega first: the
-lower bound from the normalised omega stalls at a few 1e-3 of the optimum while mu is much
-closer. So each iteration also solves the certificate's matrix game for the max player on a
+them). The optimum then spreads over many actions (at small lambda the program is close to a
+G-optimal design, whose support has up to r (r + 1) / 2 + 1 actions), and float32 loses the
+multipliers omega first: at K = 1,000 the lower bound from the normalised omega stalls a few
+1e-3 below the optimum. So each iteration also solves the certificate's matrix game for the max player on a
 few rows and columns (:func:`restricted_lower`: the ``GAME_ROWS`` largest h_b, the
 ``GAME_COLUMNS`` heaviest actions of mu) by the matrix-game interior-point method of
 :mod:`e2d_jax.dec.matrix_game`, and takes min_j (omega^T A)_j over all K actions at its

@@ -55,8 +55,8 @@ PER_DIMENSION = 4
 SWAP_SHARE = 4
 #: The set changes once the restricted program's gap is below this share of the whole one's.
 SWAP_GAP = 0.25
-#: Up to this many actions the default is the plain method (its dense Newton system costs
-#: K^3 r an iteration).
+#: Up to this many actions the plain method is affordable for :func:`size` with ``rank_one``
+#: (its dense Newton system costs K^3 r an iteration).
 PLAIN_MAX_ACTIONS = 128
 
 
