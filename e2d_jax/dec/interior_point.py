@@ -128,8 +128,10 @@ them). The optimum then spreads over many actions (at small lambda the program i
 G-optimal design, whose support has up to r (r + 1) / 2 + 1 actions), and float32 loses the
 multipliers omega first: at K = 1,000 the lower bound from the normalised omega stalls a few
 1e-3 below the optimum. So each iteration also solves the certificate's matrix game for the max player on a
-few rows and columns (:func:`restricted_lower`: the ``GAME_ROWS`` largest h_b, the
-``GAME_COLUMNS`` heaviest actions of mu) by the matrix-game interior-point method of
+few rows and columns (:func:`restricted_lower`: as many of the largest h_b as an optimal
+mixture may need, :func:`support_bound`, and twice as many of the heaviest actions of mu;
+a larger game costs float32 its accuracy, since the payoff's spread then squeezes the
+relevant entries into a few ulps) by the matrix-game interior-point method of
 :mod:`e2d_jax.dec.matrix_game`, and takes min_j (omega^T A)_j over all K actions at its
 mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu is.
 Second, near the optimum the Newton matrix's conditioning (z / mu spans many orders of
@@ -218,10 +220,9 @@ FACTORED_REFINEMENTS = 2
 #: a lower bound (:func:`restricted_lower`) and rejects collapsed directions (``SHORT_STEP``);
 #: up to it the method is the plain one of the sections above.
 MANY_ACTIONS = 32
-#: The restricted game's rows (the constraints with the largest h_b), its columns (the
-#: heaviest actions of mu) and its interior-point iterations.
-GAME_ROWS = 64
-GAME_COLUMNS = 128
+#: The restricted game's columns (the heaviest actions of mu) per row (its rows are the
+#: :func:`support_bound` constraints with the largest h_b), and its interior-point iterations.
+GAME_COLUMNS_PER_ROW = 2
 GAME_STEPS = 15
 #: Above ``MANY_ACTIONS``, a direction whose longest step inside the boundary fractions is
 #: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge).
@@ -611,18 +612,30 @@ def times_jacobian(vector, pieces, s: ObservableSpan, r, gap_type: str):
     return vector @ pieces.jac
 
 
+def support_bound(rank: int, gap_type: str = "delta_f") -> int:
+    """Actions an optimal mixture needs at most (Caratheodory): both players' strategies
+    depend on mu through V(mu) (dim Sym(r)) and <mu, r> (and Phi^T mu for gaps Delta), plus one.
+    Rounds dominated by exploration (small lambda, f_hat near 0) come close to it when every
+    action observes one number (a G-optimal design of r = 10 features in general position has
+    up to 56 support points); an action observing many (the revealing action of a semi-bandit)
+    concentrates the optimum on few."""
+    return rank * (rank + 1) // 2 + 2 + (rank if gap_type == "delta" else 0)
+
+
 def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     """A certified lower bound from the max player's side, ``(lower, omega)``.
 
     The certificate's matrix game min_mu max_b (A mu)_b (module docstring) is solved for the
-    max player on a few rows and columns: the ``GAME_ROWS`` constraints with the largest h_b
-    at ``mu`` and the ``GAME_COLUMNS`` heaviest actions of ``mu``, by the interior-point method
+    max player on a few rows and columns: the :func:`support_bound` constraints with the
+    largest h_b at ``mu`` and ``GAME_COLUMNS_PER_ROW`` times as many of the heaviest actions of
+    ``mu``, by the interior-point method
     of :mod:`e2d_jax.dec.matrix_game` (``GAME_STEPS`` iterations, its Newton systems of the
     rows' size). Its best mixture omega, zero off the rows, gives min_j (omega^T A)_j over all
     K actions j, a valid bound whatever omega is (see 'Many actions')."""
     k = mu.shape[0]
-    _, rows = lax.top_k(pieces.h, min(k, GAME_ROWS))
-    _, cols = lax.top_k(mu, min(k, GAME_COLUMNS))
+    num_rows = min(k, support_bound(s.features.shape[1], gap_type))
+    _, rows = lax.top_k(pieces.h, num_rows)
+    _, cols = lax.top_k(mu, min(k, GAME_COLUMNS_PER_ROW * num_rows))
     if isinstance(pieces, FactoredPieces):
         w = pieces.w[:, rows]
         x = s.features[rows]

@@ -65,27 +65,17 @@ def size(num_actions: int, rank: int, requested: int | None = None, gap_type: st
     """The working set's size m (m = K is the plain method): ``requested`` (at most K), or by
     default max(MIN_SIZE, PER_DIMENSION r) (at most K). With ``rank_one`` (one observation row
     per action: a round's optimum can spread like a G-optimal design, see
-    :func:`support_bound`) the plain method instead, where that set may be too small to hold
-    an optimum and the plain method is affordable: up to ``PLAIN_MAX_ACTIONS`` actions (its
-    dense K x K Newton system) or where its factored form applies
-    (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
+    :func:`e2d_jax.dec.interior_point.support_bound`) the plain method instead, where that set
+    may be too small to hold an optimum and the plain method is affordable: up to
+    ``PLAIN_MAX_ACTIONS`` actions (its dense K x K Newton system) or where its factored form
+    applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
     if requested is not None:
         return min(int(requested), num_actions)
     m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
-    if rank_one and m < support_bound(rank, gap_type) and (num_actions <= PLAIN_MAX_ACTIONS
+    if rank_one and m < ip.support_bound(rank, gap_type) and (num_actions <= PLAIN_MAX_ACTIONS
                                                            or ip.use_factored(num_actions, rank, gap_type)):
         return num_actions
     return m
-
-
-def support_bound(rank: int, gap_type: str = "delta_f") -> int:
-    """Actions an optimal mixture needs at most (Caratheodory): both players' strategies
-    depend on mu through V(mu) (dim Sym(r)) and <mu, r> (and Phi^T mu for gaps Delta), plus one.
-    Rounds dominated by exploration (small lambda, f_hat near 0) come close to it when every
-    action observes one number (a G-optimal design of r = 10 features in general position has
-    up to 56 support points); an action observing many (the revealing action of a semi-bandit)
-    concentrates the optimum on few."""
-    return rank * (rank + 1) // 2 + 2 + (rank if gap_type == "delta" else 0)
 
 
 class WorkingSetState(NamedTuple):
