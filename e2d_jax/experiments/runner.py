@@ -39,8 +39,7 @@ from e2d_jax.experiments.work import INTERRUPTED, Interrupted, simulation_of
 from e2d_jax.results import Results
 from e2d_jax.sim.results import concatenate, warn_flagged
 from e2d_jax.envs.family import environment_of
-from e2d_jax.sim.program import check_instance, check_program
-from e2d_jax.sim.rollout import instance_key
+from e2d_jax.sim.program import check_instance, check_program, lane_bytes, tree_bytes
 
 
 class Checked(NamedTuple):
@@ -62,7 +61,7 @@ def check_spec(spec: SweepSpec, width: int | None = None) -> Checked:
         raise SweepError(f"{V.name('x64')}: the sweep computes in float64 but JAX runs in float32; call "
                          "jax.config.update('jax_enable_x64', True) first (the command line does)")
     params, family = instance_shapes(spec.env, spec.builder_options(), spec.dtype)
-    checked = Checked(params, family, plan(spec, family, width))
+    checked = Checked(params, family, plan(spec, family, width, params=params))
     # From shapes only, before any agent is traced at the sweep's sizes.
     check_memory(spec, checked=checked)
     env = environment_of(params)
@@ -134,10 +133,6 @@ def _clear(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def _tree_bytes(tree) -> int:
-    return int(sum(np.prod(x.shape) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)))
-
-
 def available_memory() -> int | None:
     """Bytes the run may use: the first device's limit on accelerators, else the host's
     available memory (``MemAvailable`` of /proc/meminfo); None when unknown."""
@@ -167,21 +162,16 @@ def estimate_memory(spec: SweepSpec, checked: Checked | None = None) -> dict:
     measurement."""
     if checked is None:
         params, family = instance_shapes(spec.env, spec.builder_options(), spec.dtype)
-        checked = Checked(params, family, plan(spec, family))
+        checked = Checked(params, family, plan(spec, family, params=params))
     params = checked.params
-    inst = 2 * _tree_bytes(params) * len(spec.instance_seeds)
+    inst = 2 * tree_bytes(params) * len(spec.instance_seeds)
     unit = 0
     records = spec.horizon // spec.every + 1
     for program in checked.plan.programs:
-        try:
-            agent = program.program.build(**dict(zip(program.program.names, program.numbers[0])))
-            state = _tree_bytes(jax.eval_shape(agent.init, instance_key(0), params.model))
-        except Exception:  # noqa: BLE001 - an agent that needs concrete values: count its curves only
-            state = 0
         chunk = max(u.count for u in checked.plan.units if u.program == program)
+        lanes = max(u.width for u in checked.plan.units if u.program == program) * len(jax.devices())
         traj = program.num_cells * len(spec.instance_seeds) * chunk
-        lanes = checked.plan.width * len(jax.devices())
-        unit = max(unit, traj * 8 * records * 8 + lanes * (4 * state + _tree_bytes(params)))
+        unit = max(unit, traj * 8 * records * 8 + lanes * lane_bytes(program.program, program.numbers, params))
     return {"instances": inst, "unit": unit, "total": inst + unit}
 
 

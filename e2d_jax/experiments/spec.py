@@ -69,6 +69,7 @@ from e2d_jax import _checks as V
 from e2d_jax.dec import solvers as S
 from e2d_jax.experiments import registry
 from e2d_jax.sim.layout import lanes_for
+from e2d_jax.sim.program import lane_bytes
 from e2d_jax.sim.program import Program, factory_program
 
 
@@ -408,15 +409,16 @@ class Plan(NamedTuple):
     programs: tuple
     units: tuple
     family: str
-    width: int
 
 
-def plan(spec: SweepSpec, family: str, width: int | None = None, devices: int | None = None) -> Plan:
+def plan(spec: SweepSpec, family: str, width: int | None = None, devices: int | None = None,
+         params=None) -> Plan:
     """The sweep's programs (agents that differ only in numbers, merged) and its fixed,
     deterministic list of work units, in calls of ``width`` lanes (default: ``lanes_for`` this
-    process's first device) on ``devices`` devices (default: this process's count). Each agent
-    is resolved for ``family`` here, once."""
-    width = lanes_for(jax.devices()[0]) if width is None else int(width)
+    process's first device, for each program's lanes on the instance ``params`` when given:
+    :func:`e2d_jax.sim.program.lane_bytes`) on ``devices`` devices (default: this process's
+    count). Each agent is resolved for ``family`` here, once."""
+    device = jax.devices()[0]
     devices = len(jax.devices()) if devices is None else int(devices)
     groups: dict = {}  # program key -> [(agent, program, numbers)]
     for agent in spec.agents:
@@ -431,19 +433,20 @@ def plan(spec: SweepSpec, family: str, width: int | None = None, devices: int | 
                                      owner=owner))
     out = []
     for program in programs:
-        size = spec.chunk(program.num_cells * len(spec.instance_seeds), width * devices)
+        lanes = int(width) if width is not None else lanes_for(
+            device, 0 if params is None else lane_bytes(program.program, program.numbers, params))
+        size = spec.chunk(program.num_cells * len(spec.instance_seeds), lanes * devices)
         for i in range(math.ceil(spec.seeds / size)):
             first = i * size
-            out.append(Unit(program, i, first, min(size, spec.seeds - first), size, width))
-    return Plan(programs=tuple(programs), units=tuple(out), family=family, width=width)
+            out.append(Unit(program, i, first, min(size, spec.seeds - first), size, lanes))
+    return Plan(programs=tuple(programs), units=tuple(out), family=family)
 
 
 def units(spec: SweepSpec, width: int | None = None, family: str | None = None) -> list:
     """The sweep's work units (:func:`plan`; ``family`` is the environment's, read from its
     shapes when not given)."""
-    if family is None:
-        family = registry.instance_shapes(spec.env, spec.builder_options(), spec.dtype)[1]
-    return list(plan(spec, family, width).units)
+    params, shape_family = registry.instance_shapes(spec.env, spec.builder_options(), spec.dtype)
+    return list(plan(spec, family or shape_family, width, params=params).units)
 
 
 #: The fields of a sweep file: those of :class:`SweepSpec`, with ``instances`` (a count N for

@@ -10,7 +10,10 @@ of per-lane inputs is what makes a seed's bits the same in every layout, through
 (:func:`e2d_jax.simulate`, a sweep's work units, any device count).
 
 The width is :func:`lanes_for` a device: ``CPU_LANES`` on CPUs, ``ACCELERATOR_LANES`` on
-accelerators (which need wide batches to be busy). A sweep's plan
+accelerators (which need wide batches to be busy), halved there until the lanes' memory (each
+lane's instance and agent state, :func:`e2d_jax.sim.program.lane_bytes`) fits
+``ACCELERATOR_CALL_BYTES`` (a constant, not the device's free memory: a program's width, and so
+its bits, are the same on every accelerator). A sweep's plan
 (:func:`e2d_jax.experiments.spec.plan`) sizes its units in these lanes; :func:`e2d_jax.simulate`
 executes a layout of one unit.
 """
@@ -24,13 +27,24 @@ import numpy as np
 
 #: Lanes per compiled call and device on CPUs.
 CPU_LANES = 64
-#: Lanes per compiled call and device on accelerators.
+#: Lanes per compiled call and device on accelerators (at most).
 ACCELERATOR_LANES = 32768
+#: Bytes the lanes of one compiled call may hold on an accelerator (estimated from shapes, see
+#: :func:`e2d_jax.sim.program.lane_bytes`): at 10,000 actions of dimension 10, E2D's lanes hold
+#: about 9 MB each, and 32,768 of them would not fit any device.
+ACCELERATOR_CALL_BYTES = 16 * 2**30
 
 
-def lanes_for(device) -> int:
-    """Lanes (trajectories) per compiled call on ``device``."""
-    return CPU_LANES if device.platform == "cpu" else ACCELERATOR_LANES
+def lanes_for(device, lane_bytes: int = 0) -> int:
+    """Lanes (trajectories) per compiled call on ``device``: ``CPU_LANES`` on a CPU; on an
+    accelerator ``ACCELERATOR_LANES``, halved while that many lanes of ``lane_bytes`` each
+    would hold more than ``ACCELERATOR_CALL_BYTES``."""
+    if device.platform == "cpu":
+        return CPU_LANES
+    width = ACCELERATOR_LANES
+    while width > 1 and width * lane_bytes > ACCELERATOR_CALL_BYTES:
+        width //= 2
+    return width
 
 
 class Layout(NamedTuple):

@@ -29,6 +29,7 @@ import jax
 import numpy as np
 
 from e2d_jax.envs import linear
+from e2d_jax.envs.family import environment_of
 from e2d_jax.sim.rollout import check_agent
 from e2d_jax.types import Agent, AgentSpec, ByFamily, Environment, PyTree
 
@@ -221,6 +222,26 @@ def check_program(program: Program, numbers: np.ndarray, params: PyTree, env: En
     check_agent(program.build, params, env, first)
     if key is not None:
         _CHECKED.add(key)
+
+
+def lane_bytes(program: Program, numbers: np.ndarray, params: PyTree, env: Environment | None = None) -> int:
+    """Bytes one lane of a compiled call holds, from shapes only (``jax.eval_shape``): its copy
+    of the instance ``params`` (one instance, no leading axis) and four times its agent's state
+    (for the step's temporaries); an agent that needs concrete values counts its instance only.
+    An order-of-magnitude measure, for sizing calls (:func:`e2d_jax.sim.layout.lanes_for`) and
+    guarding memory."""
+    env = environment_of(params, env)
+    first = {name: np.float32(numbers[0, i]) for i, name in enumerate(program.names)}
+    try:
+        state = jax.eval_shape(lambda k, p: program.build(**first).init(k, env.model(p)), jax.random.key(0), params)
+    except Exception:  # noqa: BLE001 - an agent that needs concrete values
+        state = ()
+    return tree_bytes(params) + 4 * tree_bytes(state)
+
+
+def tree_bytes(tree: PyTree) -> int:
+    """Bytes of the arrays (or abstract arrays) of ``tree``."""
+    return int(sum(np.prod(np.shape(x)) * np.dtype(x.dtype).itemsize for x in jax.tree_util.tree_leaves(tree)))
 
 
 def check_instance(program: Program, params: PyTree) -> None:

@@ -33,7 +33,7 @@ from e2d_jax import _checks as V
 from e2d_jax.envs.family import environment_of, params_family
 from e2d_jax.sim import execute
 from e2d_jax.sim.layout import Layout, assemble, lanes_for, layout
-from e2d_jax.sim.program import Program, check_program, program_of
+from e2d_jax.sim.program import Program, check_program, lane_bytes, program_of
 from e2d_jax.sim.results import Simulation, Tables, warn_flagged
 from e2d_jax.sim.rollout import check_run_args, record_rounds, run_keys
 from e2d_jax.types import Environment, PyTree
@@ -115,7 +115,7 @@ def simulate(
         :func:`~e2d_jax.sim.summaries.hparam_grid`); the factory gets ``name=value`` per cell,
         traced, and the cells run in the same compiled calls.
       lanes: runs per compiled call and device (default :func:`~e2d_jax.sim.layout.lanes_for`
-        the device: 64 on CPU). Per-seed results are the same bits at one ``lanes`` value for
+        the device: 64 on CPU, up to 32,768 on an accelerator as the lanes' memory allows). Per-seed results are the same bits at one ``lanes`` value for
         every number of seeds, cells and instances, ``first_seed`` and device count; another
         value may change the last bits.
       env: the environment's functions; inferred from the type of ``params`` when None
@@ -146,8 +146,10 @@ def simulate(
     first_seed = V.check_int("first_seed", first_seed, minimum=0)
     program, numbers = program_of(agent, params_family(params), hparams)
     device_list = list(devices) if devices is not None else jax.devices()
-    width = lanes_for(device_list[0]) if lanes is None else V.check_int("lanes", lanes, minimum=1)
     stack = params if instances else jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], params)
+    one = jax.tree_util.tree_map(lambda x: x[0], stack)
+    width = (lanes_for(device_list[0], lane_bytes(program, numbers, one, env)) if lanes is None
+             else V.check_int("lanes", lanes, minimum=1))
     n_inst = int(np.shape(jax.tree_util.tree_leaves(stack)[0])[0])
     indices = np.arange(first_seed, first_seed + num_seeds)
     the_layout = layout(numbers.shape[0], n_inst, indices, width)
@@ -189,7 +191,8 @@ def rollout_program(params: PyTree, agent, *, horizon: int, record_every: int = 
     env = environment_of(params, env)
     horizon, record_every = check_run_args(horizon, record_every)
     program, numbers = program_of(agent, params_family(params))
-    width = lanes_for(jax.devices()[0]) if lanes is None else V.check_int("lanes", lanes, minimum=1)
+    width = (lanes_for(jax.devices()[0], lane_bytes(program, numbers, params, env)) if lanes is None
+             else V.check_int("lanes", lanes, minimum=1))
     check_program(program, numbers, params, env)
     lane_params = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x), (width,) + np.shape(x)), params)
     lane_numbers = jnp.asarray(np.broadcast_to(numbers[:1], (width, numbers.shape[1])), float_dtype(params))

@@ -16,7 +16,8 @@ from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
 from e2d_jax.sim.execute import lapack_blocks_threads
-from e2d_jax.sim.layout import ACCELERATOR_LANES, CPU_LANES, lanes_for, layout
+from e2d_jax.sim.layout import ACCELERATOR_CALL_BYTES, ACCELERATOR_LANES, CPU_LANES, lanes_for, layout
+from e2d_jax.sim.program import lane_bytes, program_of
 from e2d_jax.sim.simulate import simulate
 from e2d_jax.sim.summaries import instance_summary, solver_summary, valid_seeds
 from e2d_jax.types import Agent, Status
@@ -259,6 +260,27 @@ def test_every_trajectory_has_one_lane_in_calls_of_a_fixed_width():
     assert all(len(cell) == CPU_LANES for cell, _, _ in calls)
     runs = list(zip(*[np.concatenate(x)[:8 * 20 * 7] for x in zip(*calls)]))
     assert sorted(runs) == sorted((h, i, s) for h in range(8) for i in range(20) for s in range(5, 12))
+
+
+def test_accelerator_calls_narrow_to_fit_the_lanes_memory():
+    """On an accelerator a call's width halves from ACCELERATOR_LANES until its lanes' memory
+    (from shapes: instance and agent state) fits ACCELERATOR_CALL_BYTES; a linear bandit of
+    10,000 actions in dimension 10 (two (K, d, d) Gram stacks in its instance) gets far fewer
+    lanes than one of 100 actions, and a sweep's plan sizes its units the same way."""
+    gpu = SimpleNamespace(platform="gpu")
+    assert lanes_for(gpu, ACCELERATOR_CALL_BYTES // ACCELERATOR_LANES) == ACCELERATOR_LANES
+    assert lanes_for(gpu, ACCELERATOR_CALL_BYTES // ACCELERATOR_LANES + 1) == ACCELERATOR_LANES // 2
+    assert lanes_for(gpu, 2 * ACCELERATOR_CALL_BYTES) == 1
+    assert lanes_for(SimpleNamespace(platform="cpu"), 2 * ACCELERATOR_CALL_BYTES) == CPU_LANES
+    widths = {}
+    for arms in (100, 10_000):
+        params = jax.eval_shape(lambda k: linear.linear_bandit(k, 10, arms), jax.random.key(0))
+        program, numbers = program_of(ucb(), "linear")
+        size = lane_bytes(program, numbers, params)
+        assert size >= 2 * arms * 10 * 10 * 4  # the instance's two Gram stacks at least
+        widths[arms] = lanes_for(gpu, size)
+        assert widths[arms] * size <= ACCELERATOR_CALL_BYTES
+    assert widths[100] == ACCELERATOR_LANES and widths[10_000] <= ACCELERATOR_LANES // 16
 
 
 def _bad_action_agent(action_of_seed):
