@@ -64,6 +64,7 @@ from e2d_jax.paper import contexts, horizons, linear_bounds, preferences, preset
 from e2d_jax.paper.figures import plot_figure1, plot_sensitivity
 from e2d_jax.plotting import plot_hyperparameter, save
 from e2d_jax.sim.results import FlaggedRoundsWarning, flagged_agents, flagged_message
+from e2d_jax.sim.execute import MATMUL_PRECISION
 from e2d_jax.sim.simulate import enable_compilation_cache
 from e2d_jax.types import DIVERGENCES, GAP_TYPES
 from e2d_jax.version import __version__
@@ -585,6 +586,8 @@ def _dispatch(args) -> int:
     if args.command != "plot":
         if args.x64:
             jax.config.update("jax_enable_x64", True)
+        # Full float32 products everywhere the command computes (instances, solvers, rollouts).
+        jax.config.update("jax_default_matmul_precision", MATMUL_PRECISION)
         enable_compilation_cache()
     t0 = time.perf_counter()
     if args.command == "run":

@@ -96,13 +96,14 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None) -> 
         _, vecs = jnp.linalg.eigh(total)
         basis = vecs[:, ::-1][:, :rank]
     basis = jnp.asarray(basis, features.dtype)
-    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis)
+    full = jax.lax.Precision.HIGHEST  # the span test compares with 1e-4: no TF32 products on GPUs
+    grams_r = jnp.einsum("ia,kij,jb->kab", basis, grams, basis, precision=full)
     ev, vecs = jnp.linalg.eigh(jnp.sum(grams_r, axis=0))
     tol = _linalg.rank_tolerance(jnp.max(ev), basis.shape[1], features.dtype)
-    null = (vecs * (ev <= tol)) @ vecs.T
-    feats_r = features @ basis
-    reached = feats_r - feats_r @ null
-    off = jnp.linalg.norm(features - reached @ basis.T, axis=-1)
+    null = jnp.matmul(vecs * (ev <= tol), vecs.T, precision=full)
+    feats_r = jnp.matmul(features, basis, precision=full)
+    reached = feats_r - jnp.matmul(feats_r, null, precision=full)
+    off = jnp.linalg.norm(features - jnp.matmul(reached, basis.T, precision=full), axis=-1)
     scale = jnp.max(jnp.linalg.norm(features, axis=-1))
     off_span = jnp.max(off) / jnp.maximum(scale, jnp.finfo(features.dtype).tiny)
     return ObservableSpan(features=feats_r, grams=grams_r, null_proj=null, basis=basis, off_span=off_span)

@@ -145,10 +145,16 @@ def _signature(tree) -> tuple:
     return treedef, tuple((tuple(np.shape(x)), str(jnp.result_type(x))) for x in leaves)
 
 
+#: The precision of the rollouts' float32 matrix products: full float32 (on GPUs JAX's default
+#: rounds their inputs to TF32, about three decimal digits: the size of the certificates).
+MATMUL_PRECISION = "highest"
+
+
 def compiled(env: Environment, program: Program, horizon: int, record_every: int, width: int, devices: list,
              instance: PyTree, dtype) -> tuple[Executable, float]:
     """``(executable, compile seconds)`` of ``program``'s lane rollout for one ``instance``'s
-    shapes (no leading axis), from the in-memory cache when it holds it (0 seconds)."""
+    shapes (no leading axis), compiled with matrix products at ``MATMUL_PRECISION``, from the
+    in-memory cache when it holds it (0 seconds)."""
     lane_params = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x), (width,) + np.shape(x)),
                                          instance)
     key = (env, program.key, horizon, record_every, width, tuple(d.id for d in devices),
@@ -160,7 +166,8 @@ def compiled(env: Environment, program: Program, horizon: int, record_every: int
     release_if_near_map_limit()
     t0 = time.perf_counter()
     example = (run_keys(0, np.arange(width)), lane_params, jnp.zeros((width, len(program.names)), dtype))
-    exe = Executable(lane_rollout(env, program, horizon, record_every), devices, example)
+    with jax.default_matmul_precision(MATMUL_PRECISION):
+        exe = Executable(lane_rollout(env, program, horizon, record_every), devices, example)
     _COMPILED[key] = exe
     while len(_COMPILED) > _CACHE_SIZE:
         _COMPILED.popitem(last=False)
