@@ -45,7 +45,8 @@
 #                     every agent at 1,024 seeds (its JSON)
 #   partial_monitoring_laser  the same on the laser game, in float64
 #   cli_many_actions  e2d-jax run on the linear bandit with d = 10, K = 10,000 (n = 1,000, 100 seeds; the
-#                     run's agents at their defaults); its summary.json kept
+#                     run's agents at their defaults, 1,024 lanes a call); its summary.json kept. On one H200
+#                     it ran past 300 s: it has a call of its own
 #   horizons_report   the growth exponents' report and figure (horizons.md, .json, .png) with the sweeps'
 #                     summaries and tables (not the curves) in OUT/horizons.tar.gz
 #   contexts_speed    contexts_speed.py: a contextual round (contextual-linear, 10 contexts, and fresh features
@@ -172,7 +173,7 @@ step 200 partial_monitoring "$PY" benchmarks/action_scaling.py --envs dueling,pr
     --json "$OUT/partial_monitoring.json"
 step 100 partial_monitoring_laser "$PY" benchmarks/action_scaling.py --envs laser --dtype float64 --agents "$AS_AGENTS" \
     --seeds "$AS_SEEDS" --repeats "$REP" --max-seconds 60 --json "$OUT/partial_monitoring_laser.json"
-step 300 cli_many_actions "$PY" -m e2d_jax.cli run --env linear-bandit --d 10 --arms "$MANY_K" --horizon "$MANY_N" \
+step 540 cli_many_actions "$PY" -m e2d_jax.cli run --env linear-bandit --d 10 --arms "$MANY_K" --horizon "$MANY_N" \
     --seeds 100 --out "$RUNS/many_actions" --overwrite --quiet
 cp "$RUNS/many_actions/summary.json" "$OUT/cli_many_actions_summary.json" 2>/dev/null
 horizons() {  # a fresh directory: the five parts write into one, and --overwrite in one would remove the others'

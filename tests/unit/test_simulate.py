@@ -15,6 +15,7 @@ from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
+from e2d_jax.sim import execute
 from e2d_jax.sim.execute import lapack_blocks_threads
 from e2d_jax.sim.layout import ACCELERATOR_CALL_BYTES, ACCELERATOR_LANES, CPU_LANES, lanes_for, layout
 from e2d_jax.sim.program import lane_bytes, program_of
@@ -281,6 +282,23 @@ def test_accelerator_calls_narrow_to_fit_the_lanes_memory():
         widths[arms] = lanes_for(gpu, size)
         assert widths[arms] * size <= ACCELERATOR_CALL_BYTES
     assert widths[100] == ACCELERATOR_LANES and widths[10_000] <= ACCELERATOR_LANES // 16
+
+
+def test_rollouts_compile_with_full_float32_products(monkeypatch):
+    """The simulator lowers its rollouts with every matrix product at full float32 precision
+    (on GPUs JAX's default rounds the inputs to TF32, about 1e-3, the certificates' size)."""
+    texts = []
+
+    class Recording(execute.Executable):
+        def __init__(self, jitted, devices, example):
+            texts.append(jitted.lower(*example).as_text())
+            super().__init__(jitted, devices, example)
+
+    monkeypatch.setattr(execute, "Executable", Recording)
+    params = linear.linear_bandit(instance_key(0), 3, 5)
+    simulate(params, ucb(), horizon=2, num_seeds=1, lanes=3)  # a width no other test compiles
+    dots = [line for line in texts[0].splitlines() if "dot_general" in line]
+    assert dots and all("precision = [HIGHEST, HIGHEST]" in line for line in dots)
 
 
 def _bad_action_agent(action_of_seed):
