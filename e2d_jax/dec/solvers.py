@@ -490,8 +490,7 @@ class InteriorPoint(Solver):
         """This solver with its working set chosen for ``model`` (a
         :class:`~e2d_jax.envs.linear.LinearModel`; static shapes only) where none is set: with
         one observation row per action (a linear bandit, a duelling game) the plain method
-        where the default set may be too small to hold an optimum
-        (:func:`~e2d_jax.dec.working_set.size` with ``rank_one``)."""
+        wherever it is affordable (:func:`~e2d_jax.dec.working_set.size` with ``rank_one``)."""
         if self.working_set is not None:
             return self
         k, rank = model.span.features.shape
@@ -510,6 +509,10 @@ class InteriorPoint(Solver):
     def init(self, work):
         span, r, lam, gap_type, m = work.form
         if m is None:
+            if span.features.shape[0] > interior_point.MANY_ACTIONS:
+                # From the uniform mixture: a warm start sits near the boundary of the few
+                # actions it holds, where the Newton steps toward a spread optimum stall.
+                return interior_point.init(span, r, lam, gap_type)
             return interior_point.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega)
         return working_set.init(span, r, lam, gap_type, work.warm.mu, work.warm.omega, m)
 

@@ -22,9 +22,11 @@ iteration its iterate is certified on the *whole* program:
 So the answer's gap is certified on the program over all K actions whatever W is. The set
 changes where the restricted program is solved better than the whole one (its gap less than
 ``SWAP_GAP`` of the whole one's, so that a restarted set is solved well before it changes
-again): the actions whose constraint the iterate violates most (h_b above the
-restricted maximum) and those the min player would move to (the smallest (omega^T A)_j, below
-the restricted minimum) replace the members with the least mass in mu + omega, a quarter of
+again, and less than ``SWAP_REL`` of its own value, so that a whole gap left wide by a weak
+lower bound does not change the set before the restricted program is solved at all): the
+actions whose constraint the iterate violates most (h_b above the restricted maximum) and
+those the min player would move to (the smallest (omega^T A)_j, below the restricted minimum)
+replace the members with the least mass in mu + omega, a quarter of
 the set at a time, and the restricted method restarts around the current mixtures (its
 warm start). The first set holds the warm start's support, then the actions with the largest
 h_b at the warm start and those with the smallest reduced cost, taken in turn.
@@ -53,8 +55,11 @@ MIN_SIZE = 32
 PER_DIMENSION = 4
 #: Share of the working set replaced at once.
 SWAP_SHARE = 4
-#: The set changes once the restricted program's gap is below this share of the whole one's.
+#: The set changes once the restricted program's gap is below this share of the whole one's
+#: and below this share of its own value (a whole gap inflated by a weak lower bound would
+#: otherwise change the set before the restricted program is solved at all).
 SWAP_GAP = 0.25
+SWAP_REL = 0.5
 #: Up to this many actions the plain method is affordable for :func:`size` with ``rank_one``
 #: (its dense Newton system costs K^3 r an iteration).
 PLAIN_MAX_ACTIONS = 128
@@ -64,16 +69,15 @@ def size(num_actions: int, rank: int, requested: int | None = None, gap_type: st
          rank_one: bool = False) -> int:
     """The working set's size m (m = K is the plain method): ``requested`` (at most K), or by
     default max(MIN_SIZE, PER_DIMENSION r) (at most K). With ``rank_one`` (one observation row
-    per action: a round's optimum can spread like a G-optimal design, see
-    :func:`e2d_jax.dec.interior_point.support_bound`) the plain method instead, where that set
-    may be too small to hold an optimum and the plain method is affordable: up to
-    ``PLAIN_MAX_ACTIONS`` actions (its dense K x K Newton system) or where its factored form
-    applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
+    per action: a round's optimum can spread like a G-optimal design over many near-optimal
+    actions, see :func:`e2d_jax.dec.interior_point.support_bound`, and a working set then
+    changes many times before it holds one) the plain method instead wherever it is
+    affordable: up to ``PLAIN_MAX_ACTIONS`` actions (its dense K x K Newton system) or where
+    its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
     if requested is not None:
         return min(int(requested), num_actions)
     m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
-    if rank_one and m < ip.support_bound(rank, gap_type) and (num_actions <= PLAIN_MAX_ACTIONS
-                                                           or ip.use_factored(num_actions, rank, gap_type)):
+    if rank_one and (num_actions <= PLAIN_MAX_ACTIONS or ip.use_factored(num_actions, rank, gap_type)):
         return num_actions
     return m
 
@@ -244,8 +248,10 @@ def step(s: ObservableSpan, r, lam, state: WorkingSetState, gap_type: str, m: in
     best_omega = jnp.where(better_p, _embed(om, active, k), best_omega)
     best_upper = jnp.where(better_p, upper_p, best_upper)
     best_lower = jnp.where(jnp.isfinite(lower), jnp.maximum(state.lower, lower), state.lower)
-    # A new working set where the restricted program's gap is below SWAP_GAP of the whole one's.
-    want = inner.upper - inner.lower <= SWAP_GAP * (best_upper - best_lower)
+    # A new working set where the restricted program's gap is below SWAP_GAP of the whole one's
+    # and SWAP_REL of its own value.
+    inner_gap = inner.upper - inner.lower
+    want = (inner_gap <= SWAP_GAP * (best_upper - best_lower)) & (inner_gap <= SWAP_REL * jnp.abs(inner.upper))
     new_active, entered = _swap(state._replace(inner=inner), h, values, m)
     swap = want & entered
     mu_next = _embed(inner.mu, active, k)[new_active]
