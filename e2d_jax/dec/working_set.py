@@ -69,17 +69,21 @@ def size(num_actions: int, rank: int, requested: int | None = None, gap_type: st
          rank_one: bool = False) -> int:
     """The working set's size m (m = K is the plain method): ``requested`` (at most K), or by
     default max(MIN_SIZE, PER_DIMENSION r) (at most K). With ``rank_one`` (one observation row
-    per action: a round's optimum can spread like a G-optimal design over many near-optimal
-    actions, see :func:`e2d_jax.dec.interior_point.support_bound`, and a working set then
-    changes many times before it holds one) the plain method instead wherever it is
-    affordable: up to ``PLAIN_MAX_ACTIONS`` actions (its dense K x K Newton system) or where
-    its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p)."""
+    per action: a round's optimum can spread like a G-optimal design, see
+    :func:`e2d_jax.dec.interior_point.support_bound`) the plain method instead where it is
+    affordable and the set may not serve: up to ``PLAIN_MAX_ACTIONS`` actions (its dense K x K
+    Newton system) where the set may be too small to hold an optimum, and above them wherever
+    its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p):
+    among hundreds of near-optimal actions the set changes many times before it holds an
+    optimum."""
     if requested is not None:
         return min(int(requested), num_actions)
     m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
-    if rank_one and (num_actions <= PLAIN_MAX_ACTIONS or ip.use_factored(num_actions, rank, gap_type)):
-        return num_actions
-    return m
+    if not rank_one:
+        return m
+    if num_actions <= PLAIN_MAX_ACTIONS:
+        return num_actions if m < ip.support_bound(rank, gap_type) else m
+    return num_actions if ip.use_factored(num_actions, rank, gap_type) else m
 
 
 class WorkingSetState(NamedTuple):
