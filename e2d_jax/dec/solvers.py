@@ -458,9 +458,10 @@ class InteriorPoint(Solver):
     working set of K or more is the plain method: its dense K x K Newton system, and from
     K >= 2 p (p = 1 + r (r + 1) / 2) its factored form, O(K p^2) an iteration
     (:mod:`e2d_jax.dec.interior_point`, 'Many actions'; above 32 actions each iteration also
-    bounds the optimum from the max player's side). :meth:`sized_for` picks the plain method
-    for a model whose actions observe one number each, where an optimum may need more actions
-    than the default set holds (E2D's agent does).
+    bounds the optimum from the max player's side, and the method starts from the uniform
+    mixture whatever the warm start). :meth:`sized_for` picks the plain method for a model
+    whose actions observe one number each where the default set may not serve (E2D's agent
+    does).
 
     Attributes:
       maxiter: Newton iterations at most (a problem that meets the tolerance is frozen).
@@ -490,7 +491,8 @@ class InteriorPoint(Solver):
         """This solver with its working set chosen for ``model`` (a
         :class:`~e2d_jax.envs.linear.LinearModel`; static shapes only) where none is set: with
         one observation row per action (a linear bandit, a duelling game) the plain method
-        wherever it is affordable (:func:`~e2d_jax.dec.working_set.size` with ``rank_one``)."""
+        where the default set may not serve and it is affordable
+        (:func:`~e2d_jax.dec.working_set.size` with ``rank_one``)."""
         if self.working_set is not None:
             return self
         k, rank = model.span.features.shape
