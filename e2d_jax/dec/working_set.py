@@ -26,10 +26,10 @@ again, and less than ``SWAP_REL`` of its own value, so that a whole gap left wid
 lower bound does not change the set before the restricted program is solved at all): the
 actions whose constraint the iterate violates most (h_b above the restricted maximum) and
 those the min player would move to (the smallest (omega^T A)_j, below the restricted minimum)
-replace the members with the least mass in mu + omega, a quarter of
-the set at a time, and the restricted method restarts around the current mixtures (its
-warm start). The first set holds the warm start's support, then the actions with the largest
-h_b at the warm start and those with the smallest reduced cost, taken in turn.
+replace the members with the least mass in mu + omega, a quarter of the set at a time, and the
+restricted method restarts around the current mixtures (its warm start). The first set holds
+the warm start's support, then the actions with the largest h_b at the warm start and those
+with the smallest reduced cost, taken in turn.
 
 With m >= K the working set is every action and the method is the plain interior-point method
 (:func:`e2d_jax.dec.interior_point.step`).

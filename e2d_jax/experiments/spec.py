@@ -69,8 +69,7 @@ from e2d_jax import _checks as V
 from e2d_jax.dec import solvers as S
 from e2d_jax.experiments import registry
 from e2d_jax.sim.layout import lanes_for
-from e2d_jax.sim.program import lane_bytes
-from e2d_jax.sim.program import Program, factory_program
+from e2d_jax.sim.program import Program, factory_program, lane_bytes
 
 
 class SweepError(V.ArgumentError):
