@@ -433,7 +433,7 @@ def plan(spec: SweepSpec, family: str, width: int | None = None, devices: int | 
     out = []
     for program in programs:
         lanes = int(width) if width is not None else lanes_for(
-            device, 0 if params is None else lane_bytes(program.program, program.numbers, params))
+            device, 0 if params is None else lambda: lane_bytes(program.program, program.numbers, params))
         size = spec.chunk(program.num_cells * len(spec.instance_seeds), lanes * devices)
         for i in range(math.ceil(spec.seeds / size)):
             first = i * size

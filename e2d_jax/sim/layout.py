@@ -20,7 +20,7 @@ executes a layout of one unit.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
 import numpy as np
@@ -35,14 +35,16 @@ ACCELERATOR_LANES = 32768
 ACCELERATOR_CALL_BYTES = 16 * 2**30
 
 
-def lanes_for(device, lane_bytes: int = 0) -> int:
+def lanes_for(device, lane_bytes: int | Callable[[], int] = 0) -> int:
     """Lanes (trajectories) per compiled call on ``device``: ``CPU_LANES`` on a CPU; on an
-    accelerator ``ACCELERATOR_LANES``, halved while that many lanes of ``lane_bytes`` each
-    would hold more than ``ACCELERATOR_CALL_BYTES``."""
+    accelerator ``ACCELERATOR_LANES``, halved while that many lanes of ``lane_bytes`` each (a
+    number, or a function giving it, called on accelerators only) would hold more than
+    ``ACCELERATOR_CALL_BYTES``."""
     if device.platform == "cpu":
         return CPU_LANES
+    size = lane_bytes() if callable(lane_bytes) else lane_bytes
     width = ACCELERATOR_LANES
-    while width > 1 and width * lane_bytes > ACCELERATOR_CALL_BYTES:
+    while width > 1 and width * size > ACCELERATOR_CALL_BYTES:
         width //= 2
     return width
 

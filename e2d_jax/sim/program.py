@@ -229,14 +229,26 @@ def lane_bytes(program: Program, numbers: np.ndarray, params: PyTree, env: Envir
     of the instance ``params`` (one instance, no leading axis) and four times its agent's state
     (for the step's temporaries); an agent that needs concrete values counts its instance only.
     An order-of-magnitude measure, for sizing calls (:func:`e2d_jax.sim.layout.lanes_for`) and
-    guarding memory."""
+    guarding memory; computed once per program, instance shape and environment in a process."""
     env = environment_of(params, env)
+    key = (program.key, _signature(params), env)
+    try:
+        if key in _LANE_BYTES:
+            return _LANE_BYTES[key]
+    except TypeError:  # an unhashable environment of one's own: measure every time
+        key = None
     first = {name: np.float32(numbers[0, i]) for i, name in enumerate(program.names)}
     try:
         state = jax.eval_shape(lambda k, p: program.build(**first).init(k, env.model(p)), jax.random.key(0), params)
     except Exception:  # noqa: BLE001 - an agent that needs concrete values
         state = ()
-    return tree_bytes(params) + 4 * tree_bytes(state)
+    size = tree_bytes(params) + 4 * tree_bytes(state)
+    if key is not None:
+        _LANE_BYTES[key] = size
+    return size
+
+
+_LANE_BYTES: dict = {}
 
 
 def tree_bytes(tree: PyTree) -> int:

@@ -148,7 +148,7 @@ def simulate(
     device_list = list(devices) if devices is not None else jax.devices()
     stack = params if instances else jax.tree_util.tree_map(lambda x: jnp.asarray(x)[None], params)
     one = jax.tree_util.tree_map(lambda x: x[0], stack)
-    width = (lanes_for(device_list[0], lane_bytes(program, numbers, one, env)) if lanes is None
+    width = (lanes_for(device_list[0], lambda: lane_bytes(program, numbers, one, env)) if lanes is None
              else V.check_int("lanes", lanes, minimum=1))
     n_inst = int(np.shape(jax.tree_util.tree_leaves(stack)[0])[0])
     indices = np.arange(first_seed, first_seed + num_seeds)
@@ -191,7 +191,7 @@ def rollout_program(params: PyTree, agent, *, horizon: int, record_every: int = 
     env = environment_of(params, env)
     horizon, record_every = check_run_args(horizon, record_every)
     program, numbers = program_of(agent, params_family(params))
-    width = (lanes_for(jax.devices()[0], lane_bytes(program, numbers, params, env)) if lanes is None
+    width = (lanes_for(jax.devices()[0], lambda: lane_bytes(program, numbers, params, env)) if lanes is None
              else V.check_int("lanes", lanes, minimum=1))
     check_program(program, numbers, params, env)
     lane_params = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(jnp.asarray(x), (width,) + np.shape(x)), params)
