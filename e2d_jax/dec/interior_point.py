@@ -119,7 +119,9 @@ Sherman-Morrison-Woodbury identity (one p x p LU factorisation) with
 ``FACTORED_REFINEMENTS`` steps of iterative refinement against the exact product, and the
 pieces are evaluated without K x K arrays (:func:`evaluate_factored`: the refinement residual
 is formed term by term over the ``TERMWISE_ACTIONS`` heaviest actions of mu and through the
-sum of the others' Gram matrices): O(K p^2) an iteration. The two forms agree to rounding
+sum of the others' Gram matrices; where every action observes one number, G_i = m_i m_i^T,
+the terms go through the observation rows m_i of the span, an r-vector per action instead of
+an r x r matrix): O(K p^2) an iteration. The two forms agree to rounding
 (``tests/unit/test_interior_point.py``).
 
 Above ``MANY_ACTIONS`` actions two more rules hold in the plain method, in both forms (a
@@ -217,7 +219,7 @@ SIGMA_MIN = 0.1
 #: least twice the number of its columns p.
 FACTORED_MIN_ACTIONS = 64
 #: The heaviest actions of mu over which the factored form's residuals are formed term by term.
-TERMWISE_ACTIONS = 64
+TERMWISE_ACTIONS = 32
 #: Steps of iterative refinement of the factored form's Woodbury solve.
 FACTORED_REFINEMENTS = 2
 #: Above this many actions every iteration also solves the restricted max player's game for
@@ -455,11 +457,12 @@ def _jacobian_rows(w, lam, gap_type: str):
 
 
 def _split_design(mu, s: ObservableSpan, m: int):
-    """The m heaviest actions of mu (their weights and Gram matrices) and the sum of the
+    """The m heaviest actions of mu (their weights, and their observation rows (m, r) where
+    every action observes one number, else their Gram matrices (m, r, r)) and the sum of the
     others' Gram matrices weighted by mu."""
     _, top = lax.top_k(mu, m)
     rest = jnp.einsum("k,kij->ij", mu.at[top].set(0.0), s.grams)
-    return mu[top], s.grams[top], rest
+    return mu[top], (s.grams if s.rows is None else s.rows)[top], rest
 
 
 def evaluate_factored(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> FactoredPieces:
@@ -469,21 +472,25 @@ def evaluate_factored(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") 
     term by term where K is at most that)."""
     k, rank = s.features.shape
     m = min(k, TERMWISE_ACTIONS)
-    mu_top, grams_top, rest = _split_design(mu, s, m)
+    mu_top, top, rest = _split_design(mu, s, m)
     low = _linalg.psd_cholesky(design_matrix(mu, s))
     x = directions(mu, s, gap_type)
 
-    def applied(w):  # sum_p mu_p G_p w + null_proj w (term by term over the top), and G_p w there
-        gw = (grams_top.reshape(m * rank, rank) @ w).reshape(m, rank, k)
-        return jnp.einsum("p,pib->ib", mu_top, gw) + rest @ w + s.null_proj @ w, gw
+    def applied(w):  # sum_p mu_p G_p w + null_proj w (term by term over the top), and sum_p mu_p w_b^T G_p w_b there
+        if s.rows is None:
+            gw = (top.reshape(m * rank, rank) @ w).reshape(m, rank, k)
+            return jnp.einsum("p,pib->ib", mu_top, gw) + rest @ w + s.null_proj @ w, \
+                lambda: jnp.einsum("p,pib,ib->b", mu_top, gw, w)
+        gw = top @ w  # (m, K): m_p^T w_b, so that G_p w_b = m_p (m_p^T w_b)
+        return top.T @ (mu_top[:, None] * gw) + rest @ w + s.null_proj @ w, lambda: mu_top @ gw ** 2
 
     w = _linalg.cholesky_solve(low, x.T)
     w = w + _linalg.cholesky_solve(low, x.T - applied(w)[0])
-    vw, gw = applied(w)
+    vw, top_quad = applied(w)
     rho = x.T - vw
     shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
     total = jnp.sum(mu)
-    wvw = jnp.einsum("p,pib,ib->b", mu_top, gw, w) + jnp.einsum("ib,ij,jb->b", w, rest, w) \
+    wvw = top_quad() + jnp.einsum("ib,ij,jb->b", w, rest, w) \
         + total * jnp.einsum("ib,ij,jb->b", w, s.null_proj, w)
     if gap_type == "delta_f":
         xw = total * jnp.einsum("bi,ib->b", s.features, w)
@@ -643,8 +650,11 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     if isinstance(pieces, FactoredPieces):
         w = pieces.w[:, rows]
         x = s.features[rows]
-        quad = jnp.einsum("jkl,kb,lb->bj", s.grams[cols], w, w) \
-            + jnp.einsum("kb,kl,lb->b", w, s.null_proj, w)[:, None]
+        if s.rows is None:
+            quad = jnp.einsum("jkl,kb,lb->bj", s.grams[cols], w, w)
+        else:  # w_b^T m_j m_j^T w_b
+            quad = ((s.rows[cols] @ w) ** 2).T
+        quad = quad + jnp.einsum("kb,kl,lb->b", w, s.null_proj, w)[:, None]
         cross = 2.0 * jnp.einsum("bi,ib->b", x, w)[:, None]
         if gap_type == "delta":  # (x_b)_j = phi_b - phi_j
             cross = cross - 2.0 * (s.features[cols] @ w).T
@@ -869,6 +879,8 @@ def _check(s: ObservableSpan, r, gap_type, maxiter):
     k, rr = jnp.shape(s.features)
     if jnp.shape(s.grams) != (k, rr, rr):
         raise ValueError(f"s.grams must have shape (K, r, r) = {(k, rr, rr)}, got {jnp.shape(s.grams)}")
+    if s.rows is not None and jnp.shape(s.rows) != (k, rr):
+        raise ValueError(f"s.rows must have shape (K, r) = {(k, rr)} or be None, got {jnp.shape(s.rows)}")
     if jnp.shape(s.null_proj) != (rr, rr):
         raise ValueError(f"s.null_proj must have shape (r, r) = {(rr, rr)}, got {jnp.shape(s.null_proj)}")
     if jnp.shape(r) != (k,):
@@ -898,7 +910,8 @@ def solve(s: ObservableSpan, r, lam, *, gap_type: str = "delta_f", maxiter: int 
 
     Args:
       s: the model class in observable-span coordinates (features (K, r), grams (K, r, r),
-        null_proj (r, r); ``basis`` is not used).
+        null_proj (r, r), and the observation rows (K, r) where every action observes one
+        number, else None; ``basis`` is not used).
       r: (K,) rewards r = Phi f_hat of the reference model.
       lam: () lambda > 0 (may be traced, e.g. vmapped over a grid).
       gap_type: ``"delta_f"`` (x_b = phi_b) or ``"delta"`` (x_b = phi_b - Phi^T mu); static.

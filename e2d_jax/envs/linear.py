@@ -66,6 +66,10 @@ class ObservableSpan(NamedTuple):
       basis: (d, r) U.
       off_span: () the largest norm of a feature's component outside the reached part of S,
         relative to the largest ||phi_pi|| (0 up to rounding when every reward is observable).
+      rows: (K, r) U^T m_pi, each action's observation row where every action observes one
+        number (G_pi = m_pi m_pi^T: linear bandits, duelling), else None. The interior-point
+        method's term-by-term products over its heaviest actions go through them
+        (:func:`e2d_jax.dec.interior_point.evaluate_factored`).
     """
 
     features: jax.Array
@@ -73,9 +77,10 @@ class ObservableSpan(NamedTuple):
     null_proj: jax.Array
     basis: jax.Array
     off_span: jax.Array | float = 0.0
+    rows: jax.Array | None = None
 
 
-def observable_span(features, grams, *, rank: int | None = None, basis=None) -> ObservableSpan:
+def observable_span(features, grams, *, rank: int | None = None, basis=None, rows=None) -> ObservableSpan:
     """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
 
     Args:
@@ -85,6 +90,8 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None) -> 
         (``e2d_jax._linalg.numerical_rank``) when the arrays are concrete, else d (exact either
         way; a smaller r is faster).
       basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
+      rows: optional (K, d) observation rows m_pi where every action observes one number
+        (``grams`` = m_pi m_pi^T); kept in the basis as :attr:`ObservableSpan.rows`.
     """
     features = jnp.asarray(features)
     grams = jnp.asarray(grams, features.dtype)
@@ -106,7 +113,14 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None) -> 
     off = jnp.linalg.norm(features - jnp.matmul(reached, basis.T, precision=full), axis=-1)
     scale = jnp.max(jnp.linalg.norm(features, axis=-1))
     off_span = jnp.max(off) / jnp.maximum(scale, jnp.finfo(features.dtype).tiny)
-    return ObservableSpan(features=feats_r, grams=grams_r, null_proj=null, basis=basis, off_span=off_span)
+    rows_r = None if rows is None else jnp.matmul(jnp.asarray(rows, features.dtype), basis, precision=full)
+    return ObservableSpan(features=feats_r, grams=grams_r, null_proj=null, basis=basis, off_span=off_span,
+                          rows=rows_r)
+
+
+def one_row(obs_matrices):
+    """Each action's observation row (K, d) where every action observes one number, else None."""
+    return obs_matrices[:, 0, :] if obs_matrices.shape[1] == 1 else None
 
 
 class LinearModel(NamedTuple):
@@ -203,7 +217,7 @@ def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius) -> Lin
         grams=grams,
         sigma=jnp.asarray(sigma, dtype=features.dtype),
         radius=jnp.asarray(radius, dtype=features.dtype),
-        span=observable_span(features, grams, rank=rank),
+        span=observable_span(features, grams, rank=rank, rows=one_row(obs_matrices)),
     )
 
 
@@ -215,10 +229,11 @@ def offer(model: LinearModel, available) -> LinearModel:
     available = jnp.asarray(available, bool)
     first = jnp.argmax(available)
     source = jnp.where(available, jnp.arange(available.shape[0]), first)
-    features, grams = model.features[source], model.grams[source]
-    return model._replace(features=features, obs_matrices=model.obs_matrices[source],
+    features, grams, obs_matrices = model.features[source], model.grams[source], model.obs_matrices[source]
+    return model._replace(features=features, obs_matrices=obs_matrices,
                           obs_mask=model.obs_mask[source], grams=grams,
-                          span=observable_span(features, grams, basis=model.span.basis), available=available)
+                          span=observable_span(features, grams, basis=model.span.basis, rows=one_row(obs_matrices)),
+                          available=available)
 
 
 def playable(model, action: jax.Array) -> jax.Array:

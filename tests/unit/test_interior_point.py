@@ -462,6 +462,49 @@ def test_factored_form_matches_the_dense_form(gap_type):
     assert abs(float(answers[0].upper) - float(answers[1].upper)) <= 1e-6 * abs(float(answers[0].upper))
 
 
+@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+def test_observation_rows_give_the_gram_matrices_answers(gap_type):
+    """Where every action observes one number, the span's observation rows stand in for the
+    Gram matrices m m^T: the factored pieces, the certificate's game values, the restricted
+    game's bound and a whole solve equal those through the Gram matrices in float64
+    (observation rows other than the features, as in duelling)."""
+    rng = np.random.default_rng(1)
+    k, d = 80, 4
+    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
+    grams = np.einsum("ki,kj->kij", rows, rows)
+    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows)))
+    plain = with_rows._replace(rows=None)
+    assert with_rows.rows.shape == (k, d)
+    r = jnp.asarray(rng.normal(size=k))
+    lam = 0.4
+    mu = jnp.asarray(rng.dirichlet(np.ones(k)))
+    om = jnp.asarray(rng.dirichlet(np.ones(k)))
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-10, atol=1e-12)
+    assert ip.use_factored(k, d, gap_type)
+    a, b = (ip.evaluate_factored(mu, s, r, lam, gap_type) for s in (with_rows, plain))
+    for x, y in zip(a, b):
+        close(x, y)
+    close(ip.game_values(om, a.w, with_rows, r, lam, gap_type), ip.game_values(om, b.w, plain, r, lam, gap_type))
+    for x, y in zip(ip.restricted_lower(mu, a, with_rows, r, lam, gap_type),
+                    ip.restricted_lower(mu, b, plain, r, lam, gap_type)):
+        close(x, y)
+    sols = [ip.solve(s, r, lam, gap_type=gap_type, maxiter=30, rtol=1e-5) for s in (with_rows, plain)]
+    assert int(sols[0].status) == int(Status.OK)
+    for name in ("mu", "upper", "lower"):
+        np.testing.assert_allclose(getattr(sols[0], name), getattr(sols[1], name), rtol=1e-8, atol=1e-10)
+
+
+def test_linear_bandits_keep_their_observation_rows():
+    """Builders whose actions observe one number each keep the rows in the span (and a
+    context's offer keeps them); the revealing semi-bandit, with an action observing K, has none."""
+    lin = envs.linear_bandit(jax.random.PRNGKey(0), 3, 7, dtype=jnp.float64)
+    np.testing.assert_allclose(lin.model.span.rows, lin.model.span.features, atol=1e-12)
+    offered = envs.offer(lin.model, jnp.arange(7) % 2 == 0)
+    np.testing.assert_allclose(jnp.einsum("ki,kj->kij", offered.span.rows, offered.span.rows), offered.span.grams,
+                               atol=1e-12)
+    assert envs.semi_bandit(jax.random.PRNGKey(0), 3, 7).model.span.rows is None
+
+
 def test_thousand_actions_in_float32_are_certified():
     """A linear bandit with d = 10 and 1,000 actions at the E2D agent's lambda for n = 20
     (close to a G-optimal design: the optimum spreads over ~55 actions), solved in float32
