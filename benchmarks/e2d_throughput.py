@@ -241,11 +241,11 @@ def breakdown_linear(shape, rate, batch, divergence="squared"):
     cert_calls = 3.0 * checks
 
     def step1(fr, e, mu, om):
-        grads, cert = L._exact_problem(span, span.features @ fr, e)
+        grads, cert, _ = L._exact_problem(span, span.features @ fr, e)
         return saddle.step(grads, saddle.init(grads, cert, mu, om)).log_mu
 
     def cert1(fr, e, mu, om):
-        grads, cert = L._exact_problem(span, span.features @ fr, e)
+        grads, cert, _ = L._exact_problem(span, span.features @ fr, e)
         return cert(mu, om)
 
     upd = jax.vmap(lambda y, st, a: ridge.update(st, model.obs_matrices[a], y))

@@ -79,7 +79,13 @@ def design_matrix(mu, s: ObservableSpan):
 
 def feature_norms(mu, s: ObservableSpan):
     """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K)."""
-    w = _linalg.psd_solve_wide(design_matrix(mu, s), s.features.T)
+    return feature_norms_of(mu, s.grams, s)
+
+
+def feature_norms_of(mu, grams, s: ObservableSpan):
+    """:func:`feature_norms` for mu on the actions whose Gram matrices are ``grams`` (a working
+    set's), with every action's c_b and W."""
+    w = _linalg.psd_solve_wide(jnp.einsum("k,kij->ij", mu, grams) + s.null_proj, s.features.T)
     # (einsum rather than a broadcast product: fewer kernels under vmap on CPU)
     return jnp.einsum("ik,ki->k", w, s.features), w
 
@@ -261,7 +267,29 @@ def _exact_problem(s, r, eps2):
         lam = _lambda_star(y, eps)
         return upper, lower, lam, _psi_value(a, c, lam, eps2)
 
-    return grads, certificate
+    def screen(active, mu_w, omega_w):
+        # The certificate of mu and of one or more max-player mixtures (omega_w (m,) or (j, m))
+        # held on the actions ``active`` (mu_w (m,); None: all of them), the lower bound the
+        # best over them and the best response: the sums over their supports run over m
+        # actions (the best response mixes at most two), those over all K are W, c and the
+        # gradients (one product).
+        on = (lambda x: x) if active is None else (lambda x: x[active])  # noqa: E731
+        c, w = feature_norms_of(mu_w, on(s.grams), s)
+        a = r - mu_w @ on(r)
+        upper, om_star, y = max_sqrt_mixture(a, c, eps)
+        _, pair = lax.top_k(om_star, 2)
+        w_on, omegas = on(w.T).T, jnp.atleast_2d(omega_w)
+        weights = [(w_on * om) @ w_on.T for om in omegas] + [(w[:, pair] * om_star[pair]) @ w[:, pair].T]
+        roots = jnp.sqrt(jnp.concatenate([omegas @ on(c), (om_star[pair] @ c[pair])[None]]))
+        rank = w.shape[0]
+        g = -r[:, None] + eps / (2.0 * roots) * -(s.grams.reshape(-1, rank * rank)
+                                                   @ jnp.stack([x.reshape(-1) for x in weights], 1))
+        lagr = jnp.concatenate([omegas @ on(a), (om_star[pair] @ a[pair])[None]]) + eps * roots
+        lower = jnp.max(lagr + jnp.min(g, axis=0) - mu_w @ on(g))
+        lam = _lambda_star(y, eps)
+        return upper, lower, lam, _psi_value(a, c, lam, eps2), g[:, 0], om_star
+
+    return grads, certificate, screen
 
 
 def _offset_problem(s, r, lam, gap_type):
@@ -440,6 +468,11 @@ class _Linear:
         """r_b = <phi_b, f_hat>, (K,)."""
         return self.span.features @ self.f_hat
 
+    def restricted(self, active):
+        """The same program on the actions ``active`` (their features, Gram matrices and
+        observation rows; the same span and reference model)."""
+        return dataclasses.replace(self, span=self.span.take(active))
+
 
 @functools.partial(jax.tree_util.register_dataclass, data_fields=["span", "f_hat", "lam"], meta_fields=["gap_type"])
 @dataclasses.dataclass(frozen=True)
@@ -503,8 +536,9 @@ class LinearAcdec(_Linear):
     def saddle_form(self) -> saddle.SaddleForm:
         """The exact form L(mu, omega) = omega.a(mu) + eps sqrt(omega.c(mu)) (gaps Delta_f;
         :func:`_exact_problem`), whose certificate also returns lambda*(mu) and psi(lambda*, mu)."""
-        grads, cert = _exact_problem(self.span, self.rewards(), self._eps2())
-        return saddle.SaddleForm(grads, cert, lambda upper, aux: aux)
+        grads, cert, screen = _exact_problem(self.span, self.rewards(), self._eps2())
+        return saddle.SaddleForm(grads, cert, lambda upper, aux: aux, screen,
+                                 lambda active: self.restricted(active).saddle_form())
 
     def at(self, lam) -> LinearOffset:
         """The offset DEC at lambda (the lambda searches' points)."""

@@ -60,11 +60,23 @@ class SaddleForm(NamedTuple):
       certificate: ``(mu, omega) -> (upper, lower[, aux...])`` (see the module docstring).
       answer: ``(upper, aux) -> (lam, value)``: the multiplier and the objective the answer
         reports for the best mu (an offset program: its lambda and ``upper``).
+      screen: for a program whose two players both play over the actions (the linear DEC),
+        ``(active, mu, omega) -> (upper, lower, aux..., g_mu, omega_star)``: the certificate of
+        mixtures ``mu`` and ``omega`` held on the actions ``active`` (all three (m,); None and
+        (K,) mixtures: on all actions; ``omega`` may stack several, (j, m), the lower bound the
+        best of theirs), followed by the min player's gradient at them (the first) and the
+        max player's best response to ``mu`` (both (K,), over all actions), which say what a
+        working set lacks (:func:`working_set_block`); None where the program has no
+        working sets.
+      restrict: ``active -> SaddleForm``: the same program on the actions ``active`` (both
+        players restricted to them); None with ``screen``.
     """
 
     grads: Callable
     certificate: Callable
     answer: Callable
+    screen: Callable | None = None
+    restrict: Callable | None = None
 
 
 class SaddleState(NamedTuple):
@@ -289,3 +301,133 @@ def solve(
         gap=state.upper - state.lower, iterations=state.iter_num,
         status=loop.status(answer, rtol, atol), step=state.step, aux=state.best_aux,
     )
+
+
+# --------------------------------------------------------------------------------------
+# Working sets
+
+
+#: Share of the working set replaced at once.
+SWAP_SHARE = 4
+#: The set changes once the restricted program's certified gap is below this share of the
+#: whole program's (a set changed before its own program is solved would never settle).
+SWAP_GAP = 0.5
+#: Share of the uniform mixture over the working set mixed into a restart's mixtures (as
+#: :class:`~e2d_jax.dec.solvers.Saddle`'s ``warm_mix`` into a warm start: the actions that
+#: enter start with mass the multiplicative steps can move).
+SWAP_MIX = 0.1
+
+
+class WorkingSetState(NamedTuple):
+    """Mirror-prox on a working set of m of the K actions, certified on all of them."""
+
+    active: jax.Array  # (m,) int32, the working set's actions
+    inner: SaddleState  # mirror-prox on the program restricted to them
+    best_mu: jax.Array  # (K,) mu with the lowest objective over all K certified so far
+    best_omega: jax.Array  # (K,) the max player's mixture paired with best_mu
+    upper: jax.Array  # () the objective of best_mu over all K
+    lower: jax.Array  # () the highest lower bound certified over all K
+    iter_num: jax.Array  # () int32, mirror-prox steps taken
+    swaps: jax.Array  # () int32, changes of the working set
+    best_aux: object = ()  # the screen's aux at best_mu
+
+    @property
+    def step(self):
+        return self.inner.step
+
+
+def _embed(x, active, k):
+    return jnp.zeros((k,), x.dtype).at[active].set(x)
+
+
+def _mix(p, share):
+    p = p / jnp.sum(p)
+    return (1.0 - share) * p + share / p.shape[0]
+
+
+def _screened(screen, active, mu, omega):
+    up, lo, *rest = screen(active, mu, omega)
+    return up, lo, tuple(rest[:-2]), rest[-2], rest[-1]
+
+
+def _scaled(v):
+    """``v`` mapped onto [0, 1] (non-finite entries to 0)."""
+    v = jnp.where(jnp.isfinite(v), v, jnp.min(jnp.where(jnp.isfinite(v), v, jnp.inf)))
+    return (v - jnp.min(v)) / jnp.maximum(jnp.max(v) - jnp.min(v), jnp.finfo(v.dtype).tiny)
+
+
+def first_set(mu0, omega0, g, omega_star, m: int):
+    """The first working set: the warm start's heaviest m / 2 actions, then those the two players
+    would move to (the max player's best response first, then the smallest gradients of the min
+    player), (m,) int32."""
+    k = mu0.shape[0]
+    _, heavy = lax.top_k(mu0 + omega0, m // 2)
+    chosen = jnp.zeros((k,), bool).at[heavy].set(True)
+    key = jnp.where(chosen, 3.0, jnp.where(omega_star > 0, 2.0, _scaled(-g)))
+    return lax.top_k(key, m)[1].astype(jnp.int32)
+
+
+def _swap(active, inner: SaddleState, g, omega_star, m: int):
+    """The working set with the actions it lacks in place of its lightest (the least mass in mu
+    and omega): first the max player's best response to mu, then the actions whose gradient is
+    below every member's (the min player's improving directions); at most m / SWAP_SHARE at a
+    time. Returns the new set and whether any action entered."""
+    k = g.shape[0]
+    inside = jnp.zeros((k,), bool).at[active].set(True)
+    under = jnp.min(g[active]) - g
+    key = jnp.where(omega_star > 0, jnp.inf, jnp.where(jnp.isfinite(under), under, -jnp.inf))
+    key = jnp.where(inside, -jnp.inf, key)
+    n = max(1, m // SWAP_SHARE)
+    gains, entering = lax.top_k(key, n)
+    _, leaving = lax.top_k(-(inner.best_mu + inner.omega_avg), n)
+    ok = gains > 0
+    new = active.at[leaving].set(jnp.where(ok, entering.astype(active.dtype), active[leaving]))
+    return new, jnp.any(ok)
+
+
+def working_set_init(form: SaddleForm, mu0, omega0, step0, m: int) -> WorkingSetState:
+    """The first working set around the warm start ``(mu0, omega0)`` (both (K,)), and
+    mirror-prox's start on it; the warm start's own certificate over all K is the first best."""
+    k = mu0.shape[0]
+    mu0, _ = floor_simplex(mu0)
+    omega0, _ = floor_simplex(omega0)
+    up, lo, aux, g, om_star = _screened(form.screen, None, mu0, omega0)
+    active = first_set(mu0, omega0, g, om_star, m)
+    sub = form.restrict(active)
+    inner = init(sub.grads, sub.certificate, _mix(mu0[active], SWAP_MIX), _mix(omega0[active], SWAP_MIX), step0)
+    ok = jnp.isfinite(up)
+    return WorkingSetState(active=active, inner=inner, best_mu=mu0, best_omega=omega0,
+                           upper=jnp.where(ok, up, jnp.inf), lower=jnp.where(jnp.isfinite(lo), lo, -jnp.inf),
+                           iter_num=inner.iter_num, swaps=jnp.zeros((), jnp.int32),
+                           best_aux=jax.tree_util.tree_map(lambda x: jnp.where(ok, x, jnp.nan), aux))
+
+
+def working_set_block(form: SaddleForm, state: WorkingSetState, check_every: int, exchange_steps: bool,
+                      m: int) -> WorkingSetState:
+    """A block of mirror-prox on the working set (:func:`block` on the restricted program), the
+    certificate over all K of its best mu against its averaged max player (:attr:`SaddleForm.screen`),
+    and, where the restricted program is solved better than the whole one (its gap below
+    ``SWAP_GAP`` of the whole gap), a new set (:func:`_swap`) from which mirror-prox restarts
+    around the current mixtures."""
+    k = state.best_mu.shape[0]
+    active = state.active
+    sub = form.restrict(active)
+    inner = block(sub.grads, sub.certificate, state.inner, check_every, exchange_steps)
+    up, lo, aux, g, om_star = _screened(form.screen, active, inner.best_mu,
+                                        jnp.stack([inner.omega_avg, inner.best_omega]))
+    mu, om = _embed(inner.best_mu, active, k), _embed(inner.omega_avg, active, k)
+    better = up < state.upper
+    upper = jnp.where(better, up, state.upper)
+    lower = jnp.maximum(state.lower, jnp.where(jnp.isfinite(lo), lo, state.lower))
+    best_aux = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), aux, state.best_aux)
+    best_mu = jnp.where(better, mu, state.best_mu)
+    best_omega = jnp.where(better, _embed(inner.best_omega, active, k), state.best_omega)
+    new_active, entered = _swap(active, inner, g, om_star, m)
+    swap = entered & (inner.upper - inner.lower <= SWAP_GAP * (upper - lower))
+    restarted = form.restrict(new_active)
+    restart = init(restarted.grads, restarted.certificate, _mix(mu[new_active], SWAP_MIX),
+                   _mix(om[new_active], SWAP_MIX), inner.step)._replace(iter_num=inner.iter_num)
+    inner = jax.tree_util.tree_map(lambda a, b: jnp.where(swap, a, b), restart, inner)
+    return WorkingSetState(active=jnp.where(swap, new_active, active), inner=inner, best_mu=best_mu,
+                           best_omega=best_omega, upper=upper, lower=lower, iter_num=inner.iter_num,
+                           swaps=state.swaps + swap.astype(jnp.int32), best_aux=best_aux)

@@ -52,6 +52,7 @@ be), ``NONFINITE`` when a value is not finite.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, ClassVar, NamedTuple
 
 import functools
@@ -75,6 +76,25 @@ KERNELS = ("auto", "xla", "pallas")
 #: :class:`Saddle`'s line search toward the best response runs by default on problems of more
 #: actions than this (the fused kernel's problems, and the paper's, have at most 30).
 EXCHANGE_MIN_ACTIONS = 32
+#: :class:`Saddle` runs on a working set by default on linear programs of more actions than
+#: this (see :func:`working_set_size`).
+WORKING_SET_MIN_ACTIONS = 256
+#: The default working set: ``WORKING_SET_PER_ROOT`` sqrt(K) actions, at least
+#: ``WORKING_SET_PER_DIMENSION`` r, rounded up to a multiple of 32.
+WORKING_SET_PER_ROOT = 4
+WORKING_SET_PER_DIMENSION = 8
+
+
+def working_set_size(num_actions: int, rank: int) -> int:
+    """:class:`Saddle`'s default working set on a linear program of ``num_actions`` actions and
+    span dimension ``rank``: every action up to ``WORKING_SET_MIN_ACTIONS``; above them
+    max(``WORKING_SET_PER_ROOT`` sqrt(K), ``WORKING_SET_PER_DIMENSION`` r), rounded up to a
+    multiple of 32 (at most K). A block's steps cost O(m) and its certificate over all actions
+    O(K), and a larger set changes less often: m ~ sqrt(K) balances the two."""
+    if num_actions <= WORKING_SET_MIN_ACTIONS:
+        return num_actions
+    m = max(WORKING_SET_PER_ROOT * math.sqrt(num_actions), WORKING_SET_PER_DIMENSION * rank)
+    return min(num_actions, 32 * math.ceil(m / 32))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +249,12 @@ class Saddle(Solver):
         ``EXCHANGE_MIN_ACTIONS`` actions. Where the optimum moves onto an action the iterate
         holds at a fraction of a percent, multiplicative steps take many blocks to move the
         mass; the line search moves it at once, and only a better certified value is kept.
+      working_set: the number of actions mirror-prox runs on (both players), certified on all
+        of them after every block (:func:`e2d_jax.dec.saddle.working_set_block`): None (the
+        default) for ``working_set_size`` of a linear program of more than
+        ``WORKING_SET_MIN_ACTIONS`` actions, all of them below; K or more: all of them. The
+        optimum's mixtures hold few actions (at most dim Sym(r) + 2), so most of a block's steps
+        need not touch the rest; the certificate, and the set's changes, do.
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",), ("linear", "offset"): _BOTH,
@@ -240,9 +266,12 @@ class Saddle(Solver):
     kernel: str = "auto"
     warm_mix: float = 0.0
     exchange: bool | None = None
+    working_set: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
+        if self.working_set is not None:
+            V.check_int("working_set", self.working_set, minimum=2)
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {self.kernel!r}")
         if self.exchange is not None and not isinstance(self.exchange, bool):
@@ -253,6 +282,21 @@ class Saddle(Solver):
         """Whether the solves of a problem with ``num_actions`` actions (the min player's) run
         the line search of ``exchange`` (static)."""
         return num_actions > EXCHANGE_MIN_ACTIONS if self.exchange is None else self.exchange
+
+    def set_size(self, num_actions: int, rank: int) -> int:
+        """The working set's size m for a linear program of ``num_actions`` actions and span
+        dimension ``rank`` (static; m = K is plain mirror-prox)."""
+        if self.working_set is not None:
+            return min(self.working_set, num_actions)
+        return working_set_size(num_actions, rank)
+
+    def _set(self, work) -> int | None:
+        """The working set's size where ``work``'s program runs on one, else None."""
+        if work.form.screen is None:
+            return None
+        k, rank = work.problem.span.features.shape[-2:]
+        m = self.set_size(k, rank)
+        return m if m < k else None
 
     def solve(self, problem, carry=None, *, rtol=None, atol=None):
         """Mirror-prox on ``problem``'s saddle-point form (see :meth:`Solver.solve`); a linear
@@ -273,6 +317,8 @@ class Saddle(Solver):
             return xla()
         span = problem.span
         k, r = span.features.shape[-2:]
+        if self.set_size(k, r) < k:
+            return xla()
         forced = self.kernel == "pallas"
         if not fused.supports(k, r, span.features.dtype, interpret=forced):
             return xla()
@@ -294,12 +340,16 @@ class Saddle(Solver):
         return _Work(problem, problem.cold_start() if carry is None else carry, problem.saddle_form())
 
     def init(self, work):
-        form, warm = work.form, work.warm
+        form, warm, m = work.form, work.warm, self._set(work)
+        if m is not None:
+            return saddle.working_set_init(form, warm.mu, warm.omega, warm.step, m)
         return saddle.init(form.grads, form.certificate, warm.mu, warm.omega, warm.step)
 
     def step(self, work, state):
-        return saddle.block(work.form.grads, work.form.certificate, state, saddle.blocks(self.maxiter, self.check_every)[0],
-                            self.exchanges(state.best_mu.shape[-1]))
+        every, m = saddle.blocks(self.maxiter, self.check_every)[0], self._set(work)
+        if m is not None:
+            return saddle.working_set_block(work.form, state, every, self.exchanges(m), m)
+        return saddle.block(work.form.grads, work.form.certificate, state, every, self.exchanges(state.best_mu.shape[-1]))
 
     def steps(self, work) -> int:
         return saddle.blocks(self.maxiter, self.check_every)[1]

@@ -102,8 +102,7 @@ class WorkingSetState(NamedTuple):
 def restricted(s: ObservableSpan, r, active) -> tuple[ObservableSpan, jax.Array]:
     """The program on the working set: its span (features and Gram matrices of the actions
     ``active``; the same null directions and basis) and its rewards."""
-    rows = None if s.rows is None else s.rows[active]
-    return s._replace(features=s.features[active], grams=s.grams[active], rows=rows), r[active]
+    return s.take(active), r[active]
 
 
 def _embed(x, active, k):

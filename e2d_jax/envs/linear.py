@@ -79,6 +79,12 @@ class ObservableSpan(NamedTuple):
     off_span: jax.Array | float = 0.0
     rows: jax.Array | None = None
 
+    def take(self, actions) -> "ObservableSpan":
+        """The span of the actions ``actions`` only (their features, Gram matrices and rows; the
+        same basis): the programs of a working set of actions."""
+        rows = None if self.rows is None else self.rows[actions]
+        return self._replace(features=self.features[actions], grams=self.grams[actions], rows=rows)
+
 
 def observable_span(features, grams, *, rank: int | None = None, basis=None, rows=None) -> ObservableSpan:
     """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).

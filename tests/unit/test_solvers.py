@@ -349,3 +349,95 @@ def test_exchange_by_default_only_above_its_action_count():
 def test_exchange_other_than_a_bool_or_none_is_refused_by_name(value):
     with pytest.raises(ValueError, match="exchange"):
         S.Saddle(exchange=value)
+
+
+# --------------------------------------------------------------------------------------
+# Working sets
+
+
+@functools.cache
+def _many(env: str, k: int, d: int):
+    params = getattr(e2d, env)(e2d.instance_key(4), d, k, dtype=jnp.float64)
+    span = params.model.span
+    f_r = (jnp.asarray(params.theta) + 0.5 * jax.random.normal(jax.random.PRNGKey(1), (d,), jnp.float64)) @ span.basis
+    return L.LinearAcdec(span, f_r, 10.0 / 8.0, "delta_f")
+
+
+@pytest.mark.parametrize("env", ["linear_bandit", "semi_bandit"])
+def test_the_screen_of_a_working_set_is_the_certificate_of_its_mixtures(env):
+    """The working set's screen of mixtures held on m of the K actions returns the certificate of
+    the same mixtures over all K (upper, lower, lambda, psi), the min player's gradient at them,
+    and a best response of the max player that attains the upper value."""
+    problem = _many(env, 60, 4)
+    form = problem.saddle_form()
+    k = problem.span.features.shape[0]
+    rng = np.random.default_rng(5)
+    active = jnp.asarray(rng.choice(k, 16, replace=False))
+    mu_w, om_w = jnp.asarray(rng.dirichlet(np.ones(16))), jnp.asarray(rng.dirichlet(np.ones(16)))
+    mu, om = (jnp.zeros(k, jnp.float64).at[active].set(x) for x in (mu_w, om_w))
+    up, lo, lam, psi, g, om_star = form.screen(active, mu_w, om_w)
+    for got, want in zip((up, lo, lam, psi), form.certificate(mu, om)):
+        assert float(got) == pytest.approx(float(want), rel=1e-10)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(form.grads(mu, om)[0]), rtol=1e-10, atol=1e-12)
+    c, _ = L.feature_norms(mu, problem.span)
+    a = problem.rewards() - mu @ problem.rewards()
+    eps = np.sqrt(problem.eps2)
+    assert float(jnp.sum(om_star)) == pytest.approx(1.0) and int(jnp.sum(om_star > 0)) <= 2
+    assert float(om_star @ a + eps * jnp.sqrt(om_star @ c)) == pytest.approx(float(up), rel=1e-10)
+    whole = form.screen(None, mu, om)
+    for got, want in zip(whole[:4], (up, lo, lam, psi)):
+        assert float(got) == pytest.approx(float(want), rel=1e-10)
+
+
+def test_mirror_prox_on_a_working_set_brackets_the_optimum_of_all_actions():
+    """On 300 actions (linear bandit, d = 3) the default solver runs on a working set of them;
+    its certified interval and that of mirror-prox on every action overlap, its value is the
+    honestly evaluated objective of its mixture over all 300 actions, and it meets the
+    tolerance."""
+    problem = _many("linear_bandit", 300, 3)
+    solver = S.Saddle(maxiter=4000, rtol=1e-4)
+    assert solver.set_size(300, 3) < 300
+    ws = solver.solve(problem, None)[0]
+    plain = solver.replace(working_set=300).solve(problem, None)[0]
+    assert int(ws.status) == int(plain.status) == Status.OK
+    assert float(ws.lower_bound) <= float(plain.value) * (1 + 1e-9)
+    assert float(plain.lower_bound) <= float(ws.value) * (1 + 1e-9)
+    value, lam = L.exact_value(ws.mu, problem.span, problem.f_hat, problem.eps2)
+    assert float(ws.value) == pytest.approx(float(value), rel=1e-9)
+    assert float(jnp.sum(ws.mu)) == pytest.approx(1.0) and float(jnp.min(ws.mu)) >= 0.0
+
+
+def test_a_working_set_takes_in_the_actions_a_warm_start_leaves_out():
+    """The anytime agent's budget on a working set of 64 of 300 actions (linear bandit, d = 3),
+    warm-started on the 100 actions nearest a plane (which explore its normal poorly: the warm
+    start's objective is more than 5% above the optimum): the round certifies to 5%, with a
+    fifth of its mass or more on the actions the warm start left out, its bounds bracketing
+    the optimum."""
+    problem = _many("linear_bandit", 300, 3)
+    optimum = S.Saddle(maxiter=20_000, rtol=1e-6, working_set=300).solve(problem, None)[0]
+    low = np.argsort(np.abs(np.asarray(problem.span.features[:, 2])))[:100]
+    start = np.zeros(300)
+    start[low] = 1.0 / 100
+    assert float(L.exact_value(jnp.asarray(start), problem.span, problem.f_hat, problem.eps2)[0]) \
+        > 1.05 * float(optimum.value)
+    warm = WarmStart(jnp.asarray(start), jnp.asarray(start), jnp.zeros(()))
+    res = S.TRACKING.replace(working_set=64).solve(problem, warm)[0]
+    assert int(res.status) == Status.OK
+    assert float(res.lower_bound) <= float(optimum.value) * (1 + 1e-9)
+    assert float(res.value) >= float(optimum.lower_bound) * (1 - 1e-9)
+    assert float(jnp.sum(res.mu[low])) < 0.8
+
+
+def test_the_default_working_set_grows_like_the_root_of_the_actions():
+    assert S.working_set_size(S.WORKING_SET_MIN_ACTIONS, 10) == S.WORKING_SET_MIN_ACTIONS
+    for k, r in [(300, 3), (1000, 10), (10_000, 10), (1000, 30), (100_000, 5)]:
+        m = S.working_set_size(k, r)
+        assert m % 32 == 0 and m >= S.WORKING_SET_PER_ROOT * np.sqrt(k) and m >= S.WORKING_SET_PER_DIMENSION * r
+        assert m - 32 < max(S.WORKING_SET_PER_ROOT * np.sqrt(k), S.WORKING_SET_PER_DIMENSION * r) and m < k
+    assert S.Saddle(working_set=50).set_size(1000, 10) == 50 and S.Saddle(working_set=5000).set_size(1000, 10) == 1000
+
+
+@pytest.mark.parametrize("value", [1, 0, 2.5, "many"])
+def test_a_working_set_of_fewer_than_two_actions_is_refused_by_name(value):
+    with pytest.raises(ValueError, match="working_set"):
+        S.Saddle(working_set=value)
