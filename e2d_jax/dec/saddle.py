@@ -32,6 +32,20 @@ solver's steps): one block without a loop when ``maxiter <= check_every``, as in
 budget, otherwise a ``lax.while_loop`` that stops when ``gap <= rtol * |upper| + atol`` or after
 ``maxiter`` iterations. Under ``vmap`` the loop runs until the slowest problem stops; finished
 problems keep their values (JAX selects on the batched predicate).
+
+Working sets (:func:`working_set_init`, :func:`working_set_block`). Where both players play
+over K actions (the linear DEC), the optimum's mixtures hold few of them (at most dim Sym(r) + 2)
+while every step costs O(K). The steps then run on the program restricted to a working set of
+m actions (both players), and after every block the best mu of the block is certified on the
+*whole* program by the form's ``screen``: its objective over all K (the upper bound; mu, a
+mixture of the set's actions, is feasible) and the linearisation bound at the block's averaged
+and paired max-player mixtures, with the gradient over all K (the lower bound; valid for any
+omega). The answer's certificate is therefore that of the program over every action, whatever
+the set holds. The screen also returns what the set lacks: the max player's best response to mu
+and the actions whose gradient is below every member's. Once the restricted program is solved
+better than the whole one (its gap below ``SWAP_GAP`` of the whole gap), those replace the
+members with the least mass, at most a ``SWAP_SHARE``-th of the set at a time, and mirror-prox
+restarts from the current mixtures (mixed with ``SWAP_MIX`` of the uniform mixture on the set).
 """
 from __future__ import annotations
 
