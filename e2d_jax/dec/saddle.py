@@ -36,11 +36,11 @@ problems keep their values (JAX selects on the batched predicate).
 Working sets (:func:`working_set_init`, :func:`working_set_block`). Where both players play
 over K actions (the linear DEC), the optimum's mixtures hold few of them (at most dim Sym(r) + 2)
 while every step costs O(K). The steps then run on the program restricted to a working set of
-m actions (both players), and after every block the best mu of the block is certified on the
-*whole* program by the form's ``screen``: its objective over all K (the upper bound; mu, a
-mixture of the set's actions, is feasible) and the linearisation bound at the block's averaged
-and paired max-player mixtures, with the gradient over all K (the lower bound; valid for any
-omega). The answer's certificate is therefore that of the program over every action, whatever
+m actions (both players), and after every block the best mu of the block and its averaged mu
+are certified on the *whole* program by the form's ``screen``: their objectives over all K (the
+upper bound; a mixture of the set's actions is feasible) and the linearisation bounds at the
+block's averaged and paired max-player mixtures, with the gradient over all K (the lower bound;
+valid for any omega). The answer's certificate is therefore that of the program over every action, whatever
 the set holds. The screen also returns what the set lacks: the max player's best response to mu
 and the actions whose gradient is below every member's. Once the restricted program is solved
 better than the whole one (its gap below ``SWAP_GAP`` of the whole gap), those replace the
@@ -364,6 +364,10 @@ def _screened(screen, active, mu, omega):
     return up, lo, tuple(rest[:-2]), rest[-2], rest[-1]
 
 
+def _finite_or(x, default):
+    return jnp.where(jnp.isfinite(x), x, default)
+
+
 def _scaled(v):
     """``v`` mapped onto [0, 1] (non-finite entries to 0)."""
     v = jnp.where(jnp.isfinite(v), v, jnp.min(jnp.where(jnp.isfinite(v), v, jnp.inf)))
@@ -419,7 +423,8 @@ def working_set_init(form: SaddleForm, mu0, omega0, step0, m: int) -> WorkingSet
 def working_set_block(form: SaddleForm, state: WorkingSetState, check_every: int, exchange_steps: bool,
                       m: int) -> WorkingSetState:
     """A block of mirror-prox on the working set (:func:`block` on the restricted program), the
-    certificate over all K of its best mu against its averaged max player (:attr:`SaddleForm.screen`),
+    certificates over all K of its best and its averaged mu against its averaged max player
+    (:attr:`SaddleForm.screen`),
     and, where the restricted program is solved better than the whole one (its gap below
     ``SWAP_GAP`` of the whole gap), a new set (:func:`_swap`) from which mirror-prox restarts
     around the current mixtures."""
@@ -427,15 +432,23 @@ def working_set_block(form: SaddleForm, state: WorkingSetState, check_every: int
     active = state.active
     sub = form.restrict(active)
     inner = block(sub.grads, sub.certificate, state.inner, check_every, exchange_steps)
+    # The block's best mu and its averaged mu, each certified on all K: on the restricted
+    # program the best is judged against the set's max player only, and the average's
+    # objective over all K is often the lower; the average also gives the ergodic lower bound.
     up, lo, aux, g, om_star = _screened(form.screen, active, inner.best_mu,
                                         jnp.stack([inner.omega_avg, inner.best_omega]))
-    mu, om = _embed(inner.best_mu, active, k), _embed(inner.omega_avg, active, k)
+    up_avg, lo_avg, aux_avg, _, _ = _screened(form.screen, active, inner.mu_avg, inner.omega_avg)
+    avg = up_avg < up
+    up, lo = jnp.where(avg, up_avg, up), jnp.maximum(_finite_or(lo, -jnp.inf), _finite_or(lo_avg, -jnp.inf))
+    aux = jax.tree_util.tree_map(lambda new, old: jnp.where(avg, new, old), aux_avg, aux)
+    mu_w, om_w = jnp.where(avg, inner.mu_avg, inner.best_mu), jnp.where(avg, inner.omega_avg, inner.best_omega)
+    mu, om = _embed(mu_w, active, k), _embed(inner.omega_avg, active, k)
     better = up < state.upper
     upper = jnp.where(better, up, state.upper)
     lower = jnp.maximum(state.lower, jnp.where(jnp.isfinite(lo), lo, state.lower))
     best_aux = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), aux, state.best_aux)
     best_mu = jnp.where(better, mu, state.best_mu)
-    best_omega = jnp.where(better, _embed(inner.best_omega, active, k), state.best_omega)
+    best_omega = jnp.where(better, _embed(om_w, active, k), state.best_omega)
     new_active, entered = _swap(active, inner, g, om_star, m)
     swap = entered & (inner.upper - inner.lower <= SWAP_GAP * (upper - lower))
     restarted = form.restrict(new_active)

@@ -80,21 +80,27 @@ EXCHANGE_MIN_ACTIONS = 32
 #: this (see :func:`working_set_size`).
 WORKING_SET_MIN_ACTIONS = 256
 #: The default working set: ``WORKING_SET_PER_ROOT`` sqrt(K) actions, at least
-#: ``WORKING_SET_PER_DIMENSION`` r, rounded up to a multiple of 32.
+#: ``WORKING_SET_PER_DIMENSION`` r and the optimum's largest support, rounded up to a multiple
+#: of 32; used where it is at most a ``WORKING_SET_SHARE``-th of the actions.
 WORKING_SET_PER_ROOT = 4
 WORKING_SET_PER_DIMENSION = 8
+WORKING_SET_SHARE = 4
 
 
 def working_set_size(num_actions: int, rank: int) -> int:
     """:class:`Saddle`'s default working set on a linear program of ``num_actions`` actions and
-    span dimension ``rank``: every action up to ``WORKING_SET_MIN_ACTIONS``; above them
-    max(``WORKING_SET_PER_ROOT`` sqrt(K), ``WORKING_SET_PER_DIMENSION`` r), rounded up to a
-    multiple of 32 (at most K). A block's steps cost O(m) and its certificate over all actions
-    O(K), and a larger set changes less often: m ~ sqrt(K) balances the two."""
-    if num_actions <= WORKING_SET_MIN_ACTIONS:
+    span dimension ``rank``: max(``WORKING_SET_PER_ROOT`` sqrt(K), ``WORKING_SET_PER_DIMENSION``
+    r, r(r + 1)/2 + 2) rounded up to a multiple of 32 (r(r + 1)/2 + 2 = dim Sym(r) + 2 bounds the
+    optimum's support: a smaller set cannot hold it), and every action where K is at most
+    ``WORKING_SET_MIN_ACTIONS`` or the set would be more than a ``WORKING_SET_SHARE``-th of
+    them. A block's steps cost O(m) and its certificate over all actions O(K), and a larger set
+    changes less often: m ~ sqrt(K) balances the two."""
+    m = max(WORKING_SET_PER_ROOT * math.sqrt(num_actions), WORKING_SET_PER_DIMENSION * rank,
+            rank * (rank + 1) // 2 + 2)
+    m = 32 * math.ceil(m / 32)
+    if num_actions <= WORKING_SET_MIN_ACTIONS or WORKING_SET_SHARE * m > num_actions:
         return num_actions
-    m = max(WORKING_SET_PER_ROOT * math.sqrt(num_actions), WORKING_SET_PER_DIMENSION * rank)
-    return min(num_actions, 32 * math.ceil(m / 32))
+    return m
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,8 +257,9 @@ class Saddle(Solver):
         mass; the line search moves it at once, and only a better certified value is kept.
       working_set: the number of actions mirror-prox runs on (both players), certified on all
         of them after every block (:func:`e2d_jax.dec.saddle.working_set_block`): None (the
-        default) for ``working_set_size`` of a linear program of more than
-        ``WORKING_SET_MIN_ACTIONS`` actions, all of them below; K or more: all of them. The
+        default) for ``working_set_size`` (on linear programs of more than
+        ``WORKING_SET_MIN_ACTIONS`` actions, a set of at most a quarter of them); K or more: all
+        of them. The
         optimum's mixtures hold few actions (at most dim Sym(r) + 2), so most of a block's steps
         need not touch the rest; the certificate, and the set's changes, do.
     """
