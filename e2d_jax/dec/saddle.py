@@ -432,15 +432,16 @@ def working_set_block(form: SaddleForm, state: WorkingSetState, check_every: int
     active = state.active
     sub = form.restrict(active)
     inner = block(sub.grads, sub.certificate, state.inner, check_every, exchange_steps)
-    # The block's best mu and its averaged mu, each certified on all K: on the restricted
-    # program the best is judged against the set's max player only, and the average's
-    # objective over all K is often the lower; the average also gives the ergodic lower bound.
-    up, lo, aux, g, om_star = _screened(form.screen, active, inner.best_mu,
-                                        jnp.stack([inner.omega_avg, inner.best_omega]))
-    up_avg, lo_avg, aux_avg, _, _ = _screened(form.screen, active, inner.mu_avg, inner.omega_avg)
-    avg = up_avg < up
-    up, lo = jnp.where(avg, up_avg, up), jnp.maximum(_finite_or(lo, -jnp.inf), _finite_or(lo_avg, -jnp.inf))
-    aux = jax.tree_util.tree_map(lambda new, old: jnp.where(avg, new, old), aux_avg, aux)
+    # The block's best mu and its averaged mu, each certified on all K (one vmapped screen): on
+    # the restricted program the best is judged against the set's max player only, and the
+    # average's objective over all K is often the lower; it also gives the ergodic lower bound.
+    omegas = jnp.stack([inner.omega_avg, inner.best_omega])
+    ups, los, auxs, gs, stars = jax.vmap(lambda x: _screened(form.screen, active, x, omegas))(
+        jnp.stack([inner.best_mu, inner.mu_avg]))
+    avg = ups[1] < ups[0]
+    pick = lambda x: jnp.where(avg, x[1], x[0])  # noqa: E731
+    up, aux, g, om_star = pick(ups), jax.tree_util.tree_map(pick, auxs), pick(gs), pick(stars)
+    lo = jnp.max(_finite_or(los, -jnp.inf))
     mu_w, om_w = jnp.where(avg, inner.mu_avg, inner.best_mu), jnp.where(avg, inner.omega_avg, inner.best_omega)
     mu, om = _embed(mu_w, active, k), _embed(inner.omega_avg, active, k)
     better = up < state.upper
