@@ -40,8 +40,8 @@ m actions (both players), and after every block the best mu of the block and its
 are certified on the *whole* program by the form's ``screen``: their objectives over all K (the
 upper bound; a mixture of the set's actions is feasible) and the linearisation bounds at the
 block's averaged and paired max-player mixtures, with the gradient over all K (the lower bound;
-valid for any omega). The answer's certificate is therefore that of the program over every action, whatever
-the set holds. The screen also returns what the set lacks: the max player's best response to mu
+valid for any omega). The answer's certificate is therefore that of the program over every
+action, whatever the set holds. The screen also returns what the set lacks: the max player's best response to mu
 and the actions whose gradient is below every member's. Once the restricted program is solved
 better than the whole one (its gap below ``SWAP_GAP`` of the whole gap), those replace the
 members with the least mass, at most a ``SWAP_SHARE``-th of the set at a time, and mirror-prox
@@ -424,10 +424,9 @@ def working_set_block(form: SaddleForm, state: WorkingSetState, check_every: int
                       m: int) -> WorkingSetState:
     """A block of mirror-prox on the working set (:func:`block` on the restricted program), the
     certificates over all K of its best and its averaged mu against its averaged max player
-    (:attr:`SaddleForm.screen`),
-    and, where the restricted program is solved better than the whole one (its gap below
-    ``SWAP_GAP`` of the whole gap), a new set (:func:`_swap`) from which mirror-prox restarts
-    around the current mixtures."""
+    (:attr:`SaddleForm.screen`), and, where the restricted program is solved better than the
+    whole one (its gap below ``SWAP_GAP`` of the whole gap), a new set (:func:`_swap`) from which
+    mirror-prox restarts around the better of the two mixtures."""
     k = state.best_mu.shape[0]
     active = state.active
     sub = form.restrict(active)

@@ -259,9 +259,8 @@ class Saddle(Solver):
         of them after every block (:func:`e2d_jax.dec.saddle.working_set_block`): None (the
         default) for ``working_set_size`` (on linear programs of more than
         ``WORKING_SET_MIN_ACTIONS`` actions, a set of at most a quarter of them); K or more: all
-        of them. The
-        optimum's mixtures hold few actions (at most dim Sym(r) + 2), so most of a block's steps
-        need not touch the rest; the certificate, and the set's changes, do.
+        of them. The optimum's mixtures hold few actions (at most dim Sym(r) + 2), so most of a
+        block's steps need not touch the rest; the certificate, and the set's changes, do.
     """
 
     SUPPORTS: ClassVar[dict] = {("linear", "acdec"): ("delta_f",), ("linear", "offset"): _BOTH,
