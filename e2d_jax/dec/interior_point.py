@@ -556,7 +556,7 @@ def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r
     rows = rows * col
     h = pieces.h
     jac_t = lambda v: basis_l @ (v @ rows)  # noqa: E731  v^T J
-    jac_m = lambda u: rows @ (basis_l.T @ u)  # noqa: E731  J u
+    jac_m = lambda u: rows @ (u @ basis_l)  # noqa: E731  J u
 
     r_mu = jac_t(omega) - z + nu
     r_s = 1.0 - jnp.sum(omega)
@@ -570,36 +570,38 @@ def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r
     core = centred.T @ (d[:, None] * centred) + hessian_core(omega, pieces.w, pieces.low, lam, gap_type) \
         * col[:, None] * col[None, :]
     core = 0.5 * (core + core.T)
-    lc = basis_l @ core
     zm = z / mu
-    diag = zm + jnp.sum(lc * basis_l, axis=1)
+    diag = zm + jnp.sum((basis_l @ core) * basis_l, axis=1)
     dg = zm + state.ridge * diag
     scaled = basis_l / dg[:, None]
     p = core.shape[0]
     lu = jax.scipy.linalg.lu_factor(jnp.eye(p, dtype=dtype) + core @ (basis_l.T @ scaled))
 
+    # The right-hand sides are solved one vector at a time: products with one vector of K
+    # entries run as matrix-vector products, where a (K, 2) block contracted over K runs
+    # several times slower on CPU (its output layout).
     def matvec(y):
-        return zm[:, None] * y + lc @ (basis_l.T @ y)
+        return zm * y + basis_l @ (core @ (y @ basis_l))
 
     def once(b):
-        db = b / dg[:, None]
-        return db - scaled @ jax.scipy.linalg.lu_solve(lu, core @ (basis_l.T @ db))
+        db = b / dg
+        return db - scaled @ jax.scipy.linalg.lu_solve(lu, core @ (db @ basis_l))
 
-    def solve_mat(rhs):  # (K, n), two steps of iterative refinement
+    def solve_vec(rhs):  # two steps of iterative refinement
         y = once(rhs)
         for _ in range(FACTORED_REFINEMENTS):
             y = y + once(rhs - matvec(y))
         return y
 
-    ones = jnp.ones_like(mu)
+    y_ones = solve_vec(jnp.ones_like(mu))  # the equality's column, shared by both directions
 
     def newton(c1, c2):
         q = (c1 + omega * r_p) / t
         b1 = -r_mu - jac_t(q) + c2 / mu
         b2 = r_s - jnp.sum(q)
-        y = solve_mat(jnp.stack([b1 - u * (b2 / delta), ones], axis=1))
-        dnu = (jnp.sum(y[:, 0]) + r_eq) / jnp.sum(y[:, 1])
-        dmu = y[:, 0] - dnu * y[:, 1]
+        y0 = solve_vec(b1 - u * (b2 / delta))
+        dnu = (jnp.sum(y0) + r_eq) / jnp.sum(y_ones)
+        dmu = y0 - dnu * y_ones
         ds = (u @ dmu - b2) / delta
         dt = ds - jac_m(dmu) - r_p
         domega = (c1 - omega * dt) / t
