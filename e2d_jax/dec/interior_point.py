@@ -139,7 +139,10 @@ mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu
 Second, near the optimum the Newton matrix's conditioning (z / mu spans many orders of
 magnitude) can make float32 return a direction along which every variable hits its bound at
 once (longest step ~1e-8): such a direction, with a longest step below ``SHORT_STEP``, is
-rejected like a non-finite one, and the next Newton matrix gets a ridge.
+rejected like a non-finite one, and the next Newton matrix gets a ridge. A short step is taken
+on the fourth try: a direction still short under three growing ridges is the problem's own (a
+spread optimum reached through few-action boundaries), and four rejections in a row would halt
+the method with the gap it has (a fifth of the value on a linear bandit with d = 3 and K = 300).
 
 Floating point. "Certified" is up to the rounding of these evaluations: upper and lower are
 each computed to a few ulps of the terms that cancel in them (r_b - r_j and c_b / (4 lambda)
@@ -231,7 +234,8 @@ MANY_ACTIONS = 32
 GAME_COLUMNS_PER_ROW = 2
 GAME_STEPS = 15
 #: Above ``MANY_ACTIONS``, a direction whose longest step inside the boundary fractions is
-#: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge).
+#: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge),
+#: up to three times in a row: the fourth short direction is taken.
 SHORT_STEP = 0.05
 
 
@@ -826,7 +830,7 @@ def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_m
     new = (mu + alpha * dmu, state.s + alpha * ds, t + alpha * dt, omega + alpha * domega, z + alpha * dz,
            nu + alpha * dnu)
     ok = admissible[first] & jnp.all(jnp.stack([jnp.all(jnp.isfinite(v)) for v in new])) \
-        & ((a_max >= SHORT_STEP) if many else True) \
+        & (((a_max >= SHORT_STEP) | (state.failures >= 3)) if many else True) \
         & jnp.all(new[0] > 0) & jnp.all(new[2] > 0) & jnp.all(new[3] > 0) & jnp.all(new[4] > 0)
     return new, ok
 
