@@ -52,8 +52,8 @@ positive definite (diag(z / mu) > 0); it is scaled to unit diagonal (z / mu span
 of magnitude near the optimum) and factored once by Cholesky, the equality is eliminated by a
 Schur complement (two solves with the one factor: no LU and no indefinite (K + 2)-system),
 and the predictor and the corrector share the factor (with one step of iterative refinement
-each). One iteration costs two r x r Cholesky factorisations (V at the new iterate, V at its
-purified neighbour, see the certificate), the K^2 vectors G_i w_b and their V^{-1}-solves,
+each). One iteration costs two r x r Cholesky factorisations (V at the new iterate, V at a
+second candidate, see the certificate), the K^2 vectors G_i w_b and their V^{-1}-solves,
 O(K^3 r) for H, one K x K Cholesky, and the six trial evaluations of the step rule (one
 r x r factorisation each).
 
@@ -124,25 +124,32 @@ the terms go through the observation rows m_i of the span, an r-vector per actio
 an r x r matrix): O(K p^2) an iteration. The two forms agree to rounding
 (``tests/unit/test_interior_point.py``).
 
-Above ``MANY_ACTIONS`` actions two more rules hold in the plain method, in both forms (a
+Above ``MANY_ACTIONS`` actions three more rules hold in the plain method, in both forms (a
 working set's restricted program, certified on all actions by its own bounds, runs without
 them). The optimum then spreads over many actions (at small lambda the program is close to a
 G-optimal design, whose support has up to r (r + 1) / 2 + 1 actions), and float32 loses the
 multipliers omega first: at K = 1,000 the lower bound from the normalised omega stalls a few
-1e-3 below the optimum. So each iteration also solves the certificate's matrix game for the max player on a
-few rows and columns (:func:`restricted_lower`: as many of the largest h_b as an optimal
-mixture may need, :func:`support_bound`, and twice as many of the heaviest actions of mu;
-a larger game costs float32 its accuracy, since the payoff's spread then squeezes the
+1e-3 below the optimum. So each iteration also solves the certificate's matrix game for the
+max player on a few rows and columns (:func:`restricted_lower`: as many of the largest h_b as
+an optimal mixture may need, :func:`support_bound`, and twice as many of the heaviest actions
+of mu; a larger game costs float32 its accuracy, since the payoff's spread then squeezes the
 relevant entries into a few ulps) by the matrix-game interior-point method of
 :mod:`e2d_jax.dec.matrix_game`, and takes min_j (omega^T A)_j over all K actions at its
-mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu is.
-Second, near the optimum the Newton matrix's conditioning (z / mu spans many orders of
-magnitude) can make float32 return a direction along which every variable hits its bound at
-once (longest step ~1e-8): such a direction, with a longest step below ``SHORT_STEP``, is
-rejected like a non-finite one, and the next Newton matrix gets a ridge. A short step is taken
-on the fourth try: a direction still short under three growing ridges is the problem's own (a
-spread optimum reached through few-action boundaries), and four rejections in a row would halt
-the method with the gap it has (a fifth of the value on a linear bandit with d = 3 and K = 300).
+mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu is. Second,
+the same game's min player mixture (zero off its columns) is the second candidate for the
+upper bound in place of the purified iterate: on some problems the iterate's objective stalls
+1e-3 to 4e-3 above the optimum (float32 near an almost singular V(mu)), while the game's
+mixture, which minimises the certificate's affine minorant over the heaviest actions, lands
+within the tolerance; its F is evaluated exactly (:func:`checked_objective`), so it is valid
+whatever the game did. With it, the purified iterate as a third candidate changes neither the
+iterations nor the certified share of E2D's rounds, and costs an evaluation. Third, near the
+optimum the Newton matrix's conditioning (z / mu spans many orders of magnitude) can make
+float32 return a direction along which every variable hits its bound at once (longest step
+~1e-8): such a direction, with a longest step below ``SHORT_STEP``, is rejected like a
+non-finite one, and the next Newton matrix gets a ridge. A short step is taken on the fourth
+try: a direction still short under three growing ridges is the problem's own (a spread
+optimum reached through few-action boundaries), and four rejections in a row would halt the
+method with the gap it has (a fifth of the value on a linear bandit with d = 3 and K = 300).
 
 Floating point. "Certified" is up to the rounding of these evaluations: upper and lower are
 each computed to a few ulps of the terms that cancel in them (r_b - r_j and c_b / (4 lambda)
@@ -398,16 +405,22 @@ def certificate(mu, omega, pieces: Pieces):
 
 def purified(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f", factored: bool = False):
     """``(mu_p, F(mu_p))`` for mu_p = mu with the entries below ``PURIFY`` x max(mu) set to 0
-    (renormalised); F is +inf when V(mu_p) is singular to working precision (a pivot of its
-    Cholesky factor below sqrt(eps) x its largest diagonal entry, or a shortfall as in
-    :func:`evaluate`), where the floored solve would understate it."""
+    (renormalised); F is +inf when V(mu_p) is singular to working precision
+    (:func:`checked_objective`), where the floored solve would understate it."""
     mu_p = jnp.where(mu >= PURIFY * jnp.max(mu), mu, 0.0)
     mu_p = mu_p / jnp.sum(mu_p)
-    v = design_matrix(mu_p, s)
+    return mu_p, checked_objective(mu_p, s, r, lam, gap_type, factored)
+
+
+def checked_objective(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f", factored: bool = False):
+    """F(mu) for a candidate mixture mu on the closed simplex (some entries 0), or +inf where
+    V(mu) is singular to working precision (a pivot of its Cholesky factor below sqrt(eps) x
+    its largest diagonal entry, or a shortfall as in :func:`evaluate`)."""
+    v = design_matrix(mu, s)
     eps = jnp.finfo(mu.dtype).eps
     regular = jnp.min(jnp.diagonal(_linalg.psd_cholesky(v)) ** 2) >= jnp.sqrt(eps) * jnp.max(jnp.diagonal(v))
-    upper = evaluate_factored(mu_p, s, r, lam, gap_type).upper if factored else objective(mu_p, s, r, lam, gap_type)
-    return mu_p, jnp.where(regular, upper, jnp.inf)
+    upper = evaluate_factored(mu, s, r, lam, gap_type).upper if factored else objective(mu, s, r, lam, gap_type)
+    return jnp.where(regular, upper, jnp.inf)
 
 
 # --------------------------------------------------------------------------------------
@@ -640,7 +653,8 @@ def support_bound(rank: int, gap_type: str = "delta_f") -> int:
 
 
 def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
-    """A certified lower bound from the max player's side, ``(lower, omega)``.
+    """A certified lower bound from the max player's side and a candidate from the min
+    player's, ``(lower, omega, mu_game)``.
 
     The certificate's matrix game min_mu max_b (A mu)_b (module docstring) is solved for the
     max player on a few rows and columns: the :func:`support_bound` constraints with the
@@ -648,7 +662,9 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     ``mu``, by the interior-point method
     of :mod:`e2d_jax.dec.matrix_game` (``GAME_STEPS`` iterations, its Newton systems of the
     rows' size). Its best mixture omega, zero off the rows, gives min_j (omega^T A)_j over all
-    K actions j, a valid bound whatever omega is (see 'Many actions')."""
+    K actions j, a valid bound whatever omega is (see 'Many actions'). The game's best min
+    player mixture, zero off the columns, is ``mu_game``: a candidate for the upper bound
+    (its F is evaluated exactly, so it too is valid whatever the game did)."""
     k = mu.shape[0]
     num_rows = min(k, support_bound(s.features.shape[1], gap_type))
     _, rows = lax.top_k(pieces.h, num_rows)
@@ -676,7 +692,7 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
         values = game_values(omega, pieces.w, s, r, lam, gap_type)
     else:
         values = omega @ pieces.payoff
-    return jnp.min(values), omega
+    return jnp.min(values), omega, jnp.zeros_like(mu).at[cols].set(game.best_omega)
 
 
 def _certificate_any(mu, omega, pieces, s, r, lam, gap_type):
@@ -838,10 +854,11 @@ def _ladder(s: ObservableSpan, r, lam, state: InteriorPointState, direction, a_m
 def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "delta_f",
          many: bool | None = None) -> InteriorPointState:
     """One Mehrotra predictor-corrector iteration (:func:`_direction`, :func:`_ladder`), then
-    the certificate of the new iterate and of its purified neighbour. ``many`` (static; None:
-    more than ``MANY_ACTIONS`` actions) adds the rules of 'Many actions': the restricted
-    game's lower bound and the rejection of collapsed directions (a working set's restricted
-    program, certified on all actions by its own bounds, runs without them)."""
+    the certificate of the new iterate and of a second candidate, its purified neighbour.
+    ``many`` (static; None: more than ``MANY_ACTIONS`` actions) adds the rules of 'Many
+    actions': the restricted game's lower bound, its mixture as the second candidate, and the
+    rejection of collapsed directions (a working set's restricted program, certified on all
+    actions by its own bounds, runs without them)."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
     direction, a_max = _direction(state, lam, s, r, gap_type)
@@ -853,9 +870,12 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     factored = isinstance(state.pieces, FactoredPieces)
     pieces = evaluate_factored(mu, s, r, lam, gap_type) if factored else evaluate(mu, s, r, lam, gap_type)
     upper, lower, om = _certificate_any(mu, omega, pieces, s, r, lam, gap_type)
-    if many:
-        lower = jnp.maximum(lower, restricted_lower(mu, pieces, s, r, lam, gap_type)[0])
-    mu_p, upper_p = purified(mu, s, r, lam, gap_type, factored)
+    if many:  # the restricted game's bound, and its mixture as the second candidate
+        lower_g, _, mu_p = restricted_lower(mu, pieces, s, r, lam, gap_type)
+        lower = jnp.maximum(lower, lower_g)
+        upper_p = checked_objective(mu_p, s, r, lam, gap_type, factored)
+    else:
+        mu_p, upper_p = purified(mu, s, r, lam, gap_type, factored)
     better = ok & (upper < state.upper)
     best_mu = jnp.where(better, mu, state.best_mu)
     best_omega = jnp.where(better, om, state.best_omega)

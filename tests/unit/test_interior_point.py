@@ -534,10 +534,12 @@ def test_thousand_actions_in_float32_are_certified():
 def test_short_steps_on_many_actions_do_not_halt_the_method():
     """A linear bandit with d = 3 and 300 actions (the benchmarks' instance) at E2D's lambda for
     n = 20, f_hat = f* + N(0, 0.3^2 I): some of these problems give directions whose longest
-    step is short several times in a row; the method takes them rather than halting, so every
-    problem ends with a certified gap near the tolerance (1e-3), none with a wide one (halted
-    after four rejections, two of these problems kept a fifth of their value as their gap),
-    and most within it (float32 stalls a few problems at 1e-3 to 4e-3)."""
+    step is short several times in a row; the method takes them rather than halting, so no
+    problem ends with a wide gap (halted after four rejections, two of these problems kept a
+    fifth of their value as their gap). On about one in ten of them the iterate's objective
+    stalls 1e-3 to 4e-3 above the optimum (float32): the restricted game's mixture certifies
+    most of those, so at least 95% of the problems end within the tolerance (1e-3) and none
+    above 3e-3 (the iterate alone: 88% and 4e-3)."""
     from e2d_jax.agents import e2d_linear
     from e2d_jax.experiments import registry
     lam = e2d_linear.horizon_lambda(20)
@@ -548,5 +550,5 @@ def test_short_steps_on_many_actions_do_not_halt_the_method():
         f_hat @ span.features.T)
     rel = np.asarray(sol.gap / sol.upper)
     assert np.all(np.isfinite(rel))
-    assert np.max(rel) <= 1e-2
-    assert np.mean(rel <= 1e-3) >= 0.8
+    assert np.max(rel) <= 3e-3
+    assert np.mean(np.asarray(sol.status) == int(Status.OK)) >= 0.95
