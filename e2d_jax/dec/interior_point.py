@@ -124,7 +124,7 @@ the terms go through the observation rows m_i of the span, an r-vector per actio
 an r x r matrix): O(K p^2) an iteration. The two forms agree to rounding
 (``tests/unit/test_interior_point.py``).
 
-Above ``MANY_ACTIONS`` actions three more rules hold in the plain method, in both forms (a
+Above ``MANY_ACTIONS`` actions four more rules hold in the plain method, in both forms (a
 working set's restricted program, certified on all actions by its own bounds, runs without
 them). The optimum then spreads over many actions (at small lambda the program is close to a
 G-optimal design, whose support has up to r (r + 1) / 2 + 1 actions), and float32 loses the
@@ -150,6 +150,13 @@ non-finite one, and the next Newton matrix gets a ridge. A short step is taken o
 try: a direction still short under three growing ridges is the problem's own (a spread
 optimum reached through few-action boundaries), and four rejections in a row would halt the
 method with the gap it has (a fifth of the value on a linear bandit with d = 3 and K = 300).
+Fourth, the Newton matrix is factored with a relative ridge of at least ``MANY_RIDGE``
+(1e-5; in the factored form on the diagonal of the Woodbury identity's preconditioner), and
+iterative refinement against the exact matrix removes its bias from the direction. Without
+it the iterate's objective stalls a few 1e-3 above the optimum for several float32 iterations,
+until rejected steps have grown the ridge: on 64 problems of E2D's rounds (linear bandit,
+d = 10, K = 1,000, f_hat around f*) the slowest took 20 iterations to 1e-3 without the floor
+and 13 with it.
 
 Floating point. "Certified" is up to the rounding of these evaluations: upper and lower are
 each computed to a few ulps of the terms that cancel in them (r_b - r_j and c_b / (4 lambda)
@@ -244,6 +251,9 @@ GAME_STEPS = 15
 #: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge),
 #: up to three times in a row: the fourth short direction is taken.
 SHORT_STEP = 0.05
+#: Above ``MANY_ACTIONS``, the smallest relative ridge of the Newton matrix's factorisation
+#: (iterative refinement against the exact matrix removes its bias from the direction).
+MANY_RIDGE = 1e-5
 
 
 class Pieces(NamedTuple):
@@ -271,7 +281,7 @@ class InteriorPointState(NamedTuple):
     best_omega: jax.Array  # (K,) float, omega / 1^T omega at best_mu
     upper: jax.Array  # () float, F(best_mu)
     lower: jax.Array  # () float, highest certified lower bound so far
-    ridge: jax.Array  # () float, relative ridge of the Newton matrix (0 until a step fails)
+    ridge: jax.Array  # () float, relative ridge of the Newton matrix after rejected steps (0 until one fails)
     failures: jax.Array  # () int32, consecutive rejected steps
     iter_num: jax.Array  # () int32, Newton iterations taken (frozen once converged)
 
@@ -861,8 +871,9 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     actions by its own bounds, runs without them)."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
-    direction, a_max = _direction(state, lam, s, r, gap_type)
     many = state.mu.shape[0] > MANY_ACTIONS if many is None else many
+    solved = state._replace(ridge=jnp.maximum(state.ridge, MANY_RIDGE)) if many else state
+    direction, a_max = _direction(solved, lam, s, r, gap_type)
     new, ok = _ladder(s, r, lam, state, direction, a_max, gap_type, many)
     mu, s_var, t, omega, z, nu = (jnp.where(ok, v, old) for v, old in
                                   zip(new, (state.mu, state.s, state.t, state.omega, state.z, state.nu)))
