@@ -867,7 +867,7 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     the certificate of the new iterate and of a second candidate, its purified neighbour.
     ``many`` (static; None: more than ``MANY_ACTIONS`` actions) adds the rules of 'Many
     actions': the restricted game's lower bound, its mixture as the second candidate, and the
-    rejection of collapsed directions (a working set's restricted program, certified on all
+    rejection of collapsed directions and the Newton matrix's ridge floor (a working set's restricted program, certified on all
     actions by its own bounds, runs without them)."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
