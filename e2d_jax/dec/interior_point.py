@@ -866,9 +866,9 @@ def step(s: ObservableSpan, r, lam, state: InteriorPointState, gap_type: str = "
     """One Mehrotra predictor-corrector iteration (:func:`_direction`, :func:`_ladder`), then
     the certificate of the new iterate and of a second candidate, its purified neighbour.
     ``many`` (static; None: more than ``MANY_ACTIONS`` actions) adds the rules of 'Many
-    actions': the restricted game's lower bound, its mixture as the second candidate, and the
-    rejection of collapsed directions and the Newton matrix's ridge floor (a working set's restricted program, certified on all
-    actions by its own bounds, runs without them)."""
+    actions': the restricted game's lower bound, its mixture as the second candidate, the
+    rejection of collapsed directions and the Newton matrix's ridge floor (a working set's
+    restricted program, certified on all actions by its own bounds, runs without them)."""
     dtype = state.mu.dtype
     lam = jnp.asarray(lam, dtype)
     many = state.mu.shape[0] > MANY_ACTIONS if many is None else many
