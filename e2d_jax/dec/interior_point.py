@@ -55,7 +55,12 @@ and the predictor and the corrector share the factor (with one step of iterative
 each). One iteration costs two r x r Cholesky factorisations (V at the new iterate, V at a
 second candidate, see the certificate), the K^2 vectors G_i w_b and their V^{-1}-solves,
 O(K^3 r) for H, one K x K Cholesky, and the six trial evaluations of the step rule (one
-r x r factorisation each).
+r x r factorisation each). Where every action observes one number (G_i = m_i m_i^T, the
+span's observation rows: a linear bandit, a duelling game), G_i w_b = m_i u_ib with
+U = M W, so H = (2 / (4 lambda)) (U diag(omega) U^T) o (M V^{-1} M^T), plus the phi_i terms
+for gaps Delta (:func:`hessian`): O(K^3 + K^2 r) without the K^2 vectors. The dense form
+takes that route above ``MANY_ACTIONS`` actions where r >= ``ROWS_MIN_RANK``
+(:func:`uses_rows`).
 
 Step rule. The centring parameter is Mehrotra's sigma = (m_aff / m)^3, raised when the
 iterate is badly centred (the rule of Vanderbei's LOQO: sigma >= 0.1 min(0.05 (1 - xi) / xi,
@@ -251,6 +256,9 @@ GAME_STEPS = 15
 #: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge),
 #: up to three times in a row: the fourth short direction is taken.
 SHORT_STEP = 0.05
+#: Smallest rank of the span at which the dense form's Hessian goes through the observation
+#: rows (:func:`uses_rows`).
+ROWS_MIN_RANK = 6
 #: Above ``MANY_ACTIONS``, the smallest relative ridge of the Newton matrix's factorisation
 #: (iterative refinement against the exact matrix removes its bias from the direction).
 MANY_RIDGE = 1e-5
@@ -262,9 +270,20 @@ class Pieces(NamedTuple):
     h: jax.Array  # (K,) h_b(mu)
     jac: jax.Array  # (K, K) row b = grad h_b(mu)
     payoff: jax.Array  # (K, K) A[b, j] of the certificate (module docstring)
-    p: jax.Array  # (K_b, K_i, r) p_{b,i}, with grad^2 c_b = 2 P_b^T V^{-1} P_b
+    p: jax.Array | None  # (K_b, K_i, r) p_{b,i}, with grad^2 c_b = 2 P_b^T V^{-1} P_b; None with ``one``
     low: jax.Array  # (r, r) Cholesky factor of V(mu)
     upper: jax.Array  # () F(mu) = max_b h_b, or +inf where it cannot be evaluated accurately
+    one: RankOne | None = None  # the Hessian's factors where every action observes one number
+
+
+class RankOne(NamedTuple):
+    """The Hessian's factors where every Gram matrix is an outer product G_i = m_i m_i^T
+    (:func:`hessian`): p_{b,i} = m_i u_ib (+ phi_i for gaps Delta), u_ib = m_i^T w_b."""
+
+    u: jax.Array  # (K_i, K_b) m_i^T w_b
+    mvm: jax.Array  # (K, K) m_i^T V^{-1} m_j
+    mvf: jax.Array | None  # (K, K) m_i^T V^{-1} phi_j (gaps Delta; None for Delta_f)
+    fvf: jax.Array | None  # (K, K) phi_i^T V^{-1} phi_j (gaps Delta; None for Delta_f)
 
 
 class InteriorPointState(NamedTuple):
@@ -343,10 +362,26 @@ def _refined_weights(mu, s: ObservableSpan, low, x):
     return w, gw, shortfall
 
 
-def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type, mu):
-    """A (K_b, K_j) of the certificate, the pieces of the Jacobian it shares, and the
-    minorant's c_b = 2 x_b^T w_b - w_b^T V(mu) w_b (K,)."""
-    wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
+def _refined_weights_rows(mu, s: ObservableSpan, low, x):
+    """:func:`_refined_weights` where every Gram matrix is an outer product G_pi = m_pi m_pi^T
+    (``s.rows``): G_pi w_b = m_pi u_pi,b with U = M W (K_pi, K_b), so the residual is
+    x_b - M^T (mu * U)_b - null_proj w_b, O(K^2 r) instead of O(K^2 r^2). Returns W, U and the
+    shortfall."""
+    def residual(w, u):
+        return x.T - s.rows.T @ (mu[:, None] * u) - s.null_proj @ w
+
+    w = _linalg.cholesky_solve(low, x.T)
+    w = w + _linalg.cholesky_solve(low, residual(w, s.rows @ w))
+    u = s.rows @ w
+    rho = residual(w, u)
+    shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
+    return w, u, shortfall
+
+
+def _payoff(s: ObservableSpan, r, lam, w, wgw, gap_type, mu):
+    """A (K_b, K_j) of the certificate from the weights w and wgw[b, pi] = w_b^T G_pi w_b, the
+    piece of the Jacobian it shares (phi_pi^T w_b), and the minorant's
+    c_b = 2 x_b^T w_b - w_b^T V(mu) w_b (K,)."""
     wnw = jnp.einsum("ib,ij,jb->b", w, s.null_proj, w)
     fw = (s.features @ w).T  # (b, pi): phi_pi^T w_b
     if gap_type == "delta_f":
@@ -355,7 +390,16 @@ def _payoff(s: ObservableSpan, r, lam, w, gw, gap_type, mu):
         xw = jnp.diagonal(fw)[:, None] - fw  # (phi_b - phi_j)^T w_b
     quad = 2.0 * xw - wgw - wnw[:, None]
     payoff = r[:, None] - r[None, :] + quad / (4.0 * lam)
-    return payoff, wgw, fw, quad @ mu
+    return payoff, fw, quad @ mu
+
+
+def uses_rows(s: ObservableSpan) -> bool:
+    """Whether the dense form goes through the observation rows (static): where every action
+    observes one number, on more than ``MANY_ACTIONS`` actions and a span of rank at least
+    ``ROWS_MIN_RANK`` (at smaller r XLA's CPU products with an inner dimension of r make the
+    Gram form the faster one)."""
+    k, rank = s.features.shape
+    return s.rows is not None and k > MANY_ACTIONS and rank >= ROWS_MIN_RANK
 
 
 def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces:
@@ -368,19 +412,30 @@ def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces
     """
     low = _linalg.psd_cholesky(design_matrix(mu, s))
     x = directions(mu, s, gap_type)
-    w, gw, shortfall = _refined_weights(mu, s, low, x)
-    payoff, wgw, fw, c = _payoff(s, r, lam, w, gw, gap_type, mu)
+    if not uses_rows(s):
+        w, gw, shortfall = _refined_weights(mu, s, low, x)
+        wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
+    else:
+        w, u, shortfall = _refined_weights_rows(mu, s, low, x)
+        wgw = (u ** 2).T
+    payoff, fw, c = _payoff(s, r, lam, w, wgw, gap_type, mu)
+    one = None
     if gap_type == "delta_f":
         dc = -wgw
-        p = gw
+        p = None if uses_rows(s) else gw
     else:
         dc = -wgw - 2.0 * fw
-        p = gw + s.features[None, :, :]
+        p = None if uses_rows(s) else gw + s.features[None, :, :]
+    if uses_rows(s):
+        vm = _linalg.cholesky_solve(low, s.rows.T)  # (r, K) V^{-1} m_j
+        delta = gap_type == "delta"
+        one = RankOne(u=u, mvm=s.rows @ vm, mvf=s.rows @ _linalg.cholesky_solve(low, s.features.T) if delta else None,
+                      fvf=s.features @ _linalg.cholesky_solve(low, s.features.T) if delta else None)
     jac = -r[None, :] + dc / (4.0 * lam)
     h = payoff @ mu + shortfall / (4.0 * lam)
     accurate = jnp.all(shortfall <= SHORTFALL * (c + shortfall)) & jnp.all(jnp.isfinite(h))
     return Pieces(h=h, jac=jac, payoff=payoff, p=p, low=low,
-                  upper=jnp.where(accurate, jnp.max(h), jnp.inf))
+                  upper=jnp.where(accurate, jnp.max(h), jnp.inf), one=one)
 
 
 def objective(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f"):
@@ -398,7 +453,19 @@ def _constraints_fast(mu, s: ObservableSpan, r, lam, gap_type):
 
 
 def hessian(weights, pieces: Pieces, lam):
-    """sum_b weights_b grad^2 h_b = (2 / (4 lambda)) sum_b weights_b P_b^T V^{-1} P_b, (K, K)."""
+    """sum_b weights_b grad^2 h_b = (2 / (4 lambda)) sum_b weights_b P_b^T V^{-1} P_b, (K, K).
+
+    Where every action observes one number (``pieces.one``), p_{b,i} = m_i u_ib (+ phi_i for
+    gaps Delta), so the sum is (U diag(weights) U^T) o (M V^{-1} M^T) (+ the phi terms), O(K^3)
+    instead of O(K^3 r)."""
+    if pieces.one is not None:
+        one = pieces.one
+        hess = ((one.u * weights[None, :]) @ one.u.T) * one.mvm
+        if one.fvf is not None:
+            a = one.u @ weights  # sum_b weights_b u_ib
+            hess = hess + jnp.sum(weights) * one.fvf + a[:, None] * one.mvf + a[None, :] * one.mvf.T
+        hess = hess * (2.0 / (4.0 * lam))
+        return 0.5 * (hess + hess.T)
     p = pieces.p
     k, _, rr = p.shape
     vp = _linalg.cholesky_solve(pieces.low, p.reshape(k * k, rr).T).reshape(rr, k, k)  # V^{-1} p_{b,j}

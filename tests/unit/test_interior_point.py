@@ -163,8 +163,14 @@ def _null_span():
 @pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
 def test_derivatives_match_autodiff(gap_type):
     feats, grams, f_hat, lam = INSTANCES[(10, 3)][0]
-    cases = [observable_span(jnp.asarray(feats), jnp.asarray(grams)), _null_span()]
     rng = np.random.default_rng(0)
+    # Actions observing one number each (observation rows other than the features, as in
+    # duelling), enough of them for the Hessian to go through the rows.
+    rows, phis = rng.normal(size=(40, 6)), rng.normal(size=(40, 6))
+    one_number = observable_span(jnp.asarray(phis), jnp.asarray(np.einsum("ki,kj->kij", rows, rows)),
+                                 rows=jnp.asarray(rows))
+    assert ip.uses_rows(one_number)
+    cases = [observable_span(jnp.asarray(feats), jnp.asarray(grams)), _null_span(), one_number]
     for span in cases:
         k = span.features.shape[0]
         r = jnp.asarray(rng.normal(size=k))
@@ -490,6 +496,35 @@ def test_observation_rows_give_the_gram_matrices_answers(gap_type):
         close(x, y)
     sols = [ip.solve(s, r, lam, gap_type=gap_type, maxiter=30, rtol=1e-5) for s in (with_rows, plain)]
     assert int(sols[0].status) == int(Status.OK)
+    for name in ("mu", "upper", "lower"):
+        np.testing.assert_allclose(getattr(sols[0], name), getattr(sols[1], name), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+def test_observation_rows_give_the_dense_forms_answers(gap_type):
+    """The dense form (fewer actions than the factored form needs) through the observation
+    rows: its pieces, its Newton matrix's Hessian and a whole solve equal those through the
+    Gram matrices in float64."""
+    rng = np.random.default_rng(2)
+    k, d = 48, 6
+    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
+    grams = np.einsum("ki,kj->kij", rows, rows)
+    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows)))
+    plain = with_rows._replace(rows=None)
+    r = jnp.asarray(rng.normal(size=k))
+    lam = 0.4
+    mu = jnp.asarray(rng.dirichlet(np.ones(k)))
+    om = jnp.asarray(rng.dirichlet(np.ones(k)))
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-10, atol=1e-12)
+    assert not ip.use_factored(k, d, gap_type) and ip.uses_rows(with_rows) and not ip.uses_rows(plain)
+    a, b = (ip.evaluate(mu, s, r, lam, gap_type) for s in (with_rows, plain))
+    assert a.one is not None and a.p is None and b.one is None
+    for name in ("h", "jac", "payoff", "low", "upper"):
+        close(getattr(a, name), getattr(b, name))
+    close(ip.hessian(om, a, lam), ip.hessian(om, b, lam))
+    sols = [ip.solve(s, r, lam, gap_type=gap_type, maxiter=30, rtol=1e-5) for s in (with_rows, plain)]
+    assert int(sols[0].status) == int(Status.OK)
+    assert int(sols[0].iterations) == int(sols[1].iterations)
     for name in ("mu", "upper", "lower"):
         np.testing.assert_allclose(getattr(sols[0], name), getattr(sols[1], name), rtol=1e-8, atol=1e-10)
 
