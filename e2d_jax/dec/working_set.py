@@ -61,7 +61,7 @@ SWAP_SHARE = 4
 SWAP_GAP = 0.25
 SWAP_REL = 0.5
 #: Up to this many actions the plain method is affordable for :func:`size` with ``rank_one``
-#: (its dense Newton system costs K^3 r an iteration).
+#: (its dense Newton system costs K^3 r an iteration, K^3 through the observation rows).
 PLAIN_MAX_ACTIONS = 128
 
 
@@ -72,17 +72,19 @@ def size(num_actions: int, rank: int, requested: int | None = None, gap_type: st
     per action: a round's optimum can spread like a G-optimal design, see
     :func:`e2d_jax.dec.interior_point.support_bound`) the plain method instead where it is
     affordable and the set may not serve: up to ``PLAIN_MAX_ACTIONS`` actions (its dense K x K
-    Newton system) where the set may be too small to hold an optimum, and above them wherever
-    its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`, K >= 2 p):
-    among hundreds of near-optimal actions the set changes many times before it holds an
-    optimum."""
+    Newton system) where the set may be too small to hold an optimum or the dense form goes
+    through the observation rows (r >= ``ROWS_MIN_RANK``: there the set left 5-9% of E2D's
+    rounds uncertified at r = 6 and 7 where the plain method certifies them all), and above
+    them wherever its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`,
+    K >= 2 p): among hundreds of near-optimal actions the set changes many times before it
+    holds an optimum."""
     if requested is not None:
         return min(int(requested), num_actions)
     m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
     if not rank_one:
         return m
     if num_actions <= PLAIN_MAX_ACTIONS:
-        return num_actions if m < ip.support_bound(rank, gap_type) else m
+        return num_actions if m < ip.support_bound(rank, gap_type) or rank >= ip.ROWS_MIN_RANK else m
     return num_actions if ip.use_factored(num_actions, rank, gap_type) else m
 
 
