@@ -471,6 +471,15 @@ def test_factored_form_matches_the_dense_form(gap_type):
     assert abs(float(answers[0].upper) - float(answers[1].upper)) <= 1e-6 * abs(float(answers[0].upper))
 
 
+def _one_number_spans(rng, k, d):
+    """A random span whose actions observe one number each (observation rows other than the
+    features, as in duelling), with its rows and without them (the Gram matrices m m^T only)."""
+    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
+    grams = np.einsum("ki,kj->kij", rows, rows)
+    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows)))
+    return with_rows, with_rows._replace(rows=None)
+
+
 @pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
 def test_observation_rows_give_the_gram_matrices_answers(gap_type):
     """Where every action observes one number, the span's observation rows stand in for the
@@ -479,10 +488,7 @@ def test_observation_rows_give_the_gram_matrices_answers(gap_type):
     (observation rows other than the features, as in duelling)."""
     rng = np.random.default_rng(1)
     k, d = 80, 4
-    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
-    grams = np.einsum("ki,kj->kij", rows, rows)
-    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows)))
-    plain = with_rows._replace(rows=None)
+    with_rows, plain = _one_number_spans(rng, k, d)
     assert with_rows.rows.shape == (k, d)
     r = jnp.asarray(rng.normal(size=k))
     lam = 0.4
@@ -510,10 +516,7 @@ def test_observation_rows_give_the_dense_forms_answers(gap_type):
     Gram matrices in float64."""
     rng = np.random.default_rng(2)
     k, d = 48, 6
-    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
-    grams = np.einsum("ki,kj->kij", rows, rows)
-    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows)))
-    plain = with_rows._replace(rows=None)
+    with_rows, plain = _one_number_spans(rng, k, d)
     r = jnp.asarray(rng.normal(size=k))
     lam = 0.4
     mu = jnp.asarray(rng.dirichlet(np.ones(k)))
