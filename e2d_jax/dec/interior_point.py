@@ -393,6 +393,15 @@ def _payoff(s: ObservableSpan, r, lam, w, wgw, gap_type, mu):
     return payoff, fw, quad @ mu
 
 
+def _rank_one(s: ObservableSpan, low, u, gap_type: str) -> RankOne:
+    """The Hessian's factors of :class:`RankOne` at the factor ``low`` of V(mu)."""
+    mvm = s.rows @ _linalg.cholesky_solve(low, s.rows.T)
+    if gap_type == "delta_f":
+        return RankOne(u=u, mvm=mvm, mvf=None, fvf=None)
+    vf = _linalg.cholesky_solve(low, s.features.T)  # (r, K) V^{-1} phi_j
+    return RankOne(u=u, mvm=mvm, mvf=s.rows @ vf, fvf=s.features @ vf)
+
+
 def uses_rows(s: ObservableSpan) -> bool:
     """Whether the dense form goes through the observation rows (static): where every action
     observes one number, on more than ``MANY_ACTIONS`` actions and a span of rank at least
@@ -412,25 +421,16 @@ def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces
     """
     low = _linalg.psd_cholesky(design_matrix(mu, s))
     x = directions(mu, s, gap_type)
-    if not uses_rows(s):
+    if uses_rows(s):
+        w, u, shortfall = _refined_weights_rows(mu, s, low, x)
+        wgw = (u ** 2).T  # w_b^T G_pi w_b = (m_pi^T w_b)^2
+        p, one = None, _rank_one(s, low, u, gap_type)
+    else:
         w, gw, shortfall = _refined_weights(mu, s, low, x)
         wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
-    else:
-        w, u, shortfall = _refined_weights_rows(mu, s, low, x)
-        wgw = (u ** 2).T
+        p, one = (gw if gap_type == "delta_f" else gw + s.features[None, :, :]), None
     payoff, fw, c = _payoff(s, r, lam, w, wgw, gap_type, mu)
-    one = None
-    if gap_type == "delta_f":
-        dc = -wgw
-        p = None if uses_rows(s) else gw
-    else:
-        dc = -wgw - 2.0 * fw
-        p = None if uses_rows(s) else gw + s.features[None, :, :]
-    if uses_rows(s):
-        vm = _linalg.cholesky_solve(low, s.rows.T)  # (r, K) V^{-1} m_j
-        delta = gap_type == "delta"
-        one = RankOne(u=u, mvm=s.rows @ vm, mvf=s.rows @ _linalg.cholesky_solve(low, s.features.T) if delta else None,
-                      fvf=s.features @ _linalg.cholesky_solve(low, s.features.T) if delta else None)
+    dc = -wgw if gap_type == "delta_f" else -wgw - 2.0 * fw
     jac = -r[None, :] + dc / (4.0 * lam)
     h = payoff @ mu + shortfall / (4.0 * lam)
     accurate = jnp.all(shortfall <= SHORTFALL * (c + shortfall)) & jnp.all(jnp.isfinite(h))
