@@ -76,16 +76,19 @@ def size(num_actions: int, rank: int, requested: int | None = None, gap_type: st
     through the observation rows (r >= ``ROWS_MIN_RANK``: there the set left 5-9% of E2D's
     rounds uncertified at r = 6 and 7 where the plain method certifies them all), and above
     them wherever its factored form applies (:func:`e2d_jax.dec.interior_point.use_factored`,
-    K >= 2 p): among hundreds of near-optimal actions the set changes many times before it
-    holds an optimum."""
+    K >= 2 p: among hundreds of near-optimal actions the set changes many times before it
+    holds an optimum) or the set may be too small and the dense form goes through the rows
+    (at r = 30 and K = 300 a set of 120 left every round of E2D uncertified)."""
     if requested is not None:
         return min(int(requested), num_actions)
     m = min(num_actions, max(MIN_SIZE, PER_DIMENSION * rank))
     if not rank_one:
         return m
+    small = m < ip.support_bound(rank, gap_type)
     if num_actions <= PLAIN_MAX_ACTIONS:
-        return num_actions if m < ip.support_bound(rank, gap_type) or rank >= ip.ROWS_MIN_RANK else m
-    return num_actions if ip.use_factored(num_actions, rank, gap_type) else m
+        return num_actions if small or rank >= ip.ROWS_MIN_RANK else m
+    rows = small and rank >= ip.ROWS_MIN_RANK
+    return num_actions if ip.use_factored(num_actions, rank, gap_type) or rows else m
 
 
 class WorkingSetState(NamedTuple):

@@ -372,8 +372,8 @@ def test_plain_method_for_rank_one_observations_where_a_working_set_may_not_serv
     """The default working set is max(32, 4 r); for actions observing one number each, every
     action instead up to 128 actions where that set may not hold an optimum (r (r + 1) / 2 + 2
     above it, r >= 8 under gaps Delta_f) or the dense form goes through the observation rows
-    (r >= 6), above 128 wherever the factored form applies (K >= 2 p), and the working set
-    otherwise."""
+    (r >= 6), above 128 wherever the factored form applies (K >= 2 p) or the set may be too
+    small and r >= 6, and the working set otherwise."""
     from e2d_jax.dec import solvers as S
     from e2d_jax.dec import working_set
     assert working_set.size(1000, 10) == 40
@@ -385,7 +385,8 @@ def test_plain_method_for_rank_one_observations_where_a_working_set_may_not_serv
     assert working_set.size(100, 6, rank_one=True) == 100  # dense, through the observation rows
     assert working_set.size(100, 5, rank_one=True) == 32
     assert working_set.size(1000, 10, rank_one=True) == 1000  # p = 56: factored
-    assert working_set.size(500, 30, rank_one=True) == 120  # p = 466: neither
+    assert working_set.size(500, 30, rank_one=True) == 500  # the set may be too small: dense, through the rows
+    assert working_set.size(500, 30) == 120
     assert working_set.size(1000, 30, rank_one=True) == 1000
     assert working_set.size(500, 30, requested=64, rank_one=True) == 64
     linear = envs.linear_bandit(jax.random.PRNGKey(0), 10, 200).model
