@@ -72,33 +72,68 @@ from e2d_jax.types import GAP_TYPES, DecResult, WarmStart
 # Pieces of the objective
 
 
+#: The sums over the actions' Gram matrices (V(mu) and <G_pi, P>) go through the observation
+#: rows where every action observes one number (G_pi = m_pi m_pi^T, ``ObservableSpan.rows``) and
+#: the Gram matrices summed hold at least this many numbers (K r^2: 1 MiB in float32). Below
+#: it the (K, r, r) array stays in the cache and one pass over it is the faster form; above it
+#: reading it is the cost, and the products through the (K, r) rows are several times cheaper
+#: (docs: Performance, 'Anytime-E2D at d = 30').
+GRAM_ROWS_MIN_ENTRIES = 2 ** 18
+
+
+def through_rows(s: ObservableSpan, num_actions: int) -> bool:
+    """Whether sums over ``num_actions`` of ``s``'s Gram matrices go through its observation rows
+    (static; see ``GRAM_ROWS_MIN_ENTRIES``)."""
+    rank = s.features.shape[-1]
+    return s.rows is not None and num_actions * rank * rank >= GRAM_ROWS_MIN_ENTRIES
+
+
+def gram_sum(weights, s: ObservableSpan, active=None):
+    """sum_pi weights_pi G_pi, (r, r), over every action or the actions ``active`` (weights
+    (K,) or (m,) to match)."""
+    if through_rows(s, weights.shape[-1]):
+        rows = s.rows if active is None else s.rows[active]
+        return (rows.T * weights) @ rows
+    grams = s.grams if active is None else s.grams[active]
+    return jnp.einsum("k,kij->ij", weights, grams)
+
+
+def gram_inner(s: ObservableSpan, p):
+    """<G_pi, P> for every action pi: (K,) for one symmetric P (r, r), (K, j) for j of them
+    (j, r, r)."""
+    one = p.ndim == 2
+    ps = p[None] if one else p
+    k, rank = s.features.shape[-2:]
+    if through_rows(s, k):
+        # m_pi^T P m_pi: one product (K, r) x (r, j r), then a row-wise dot per P.
+        t = (s.rows @ jnp.moveaxis(ps, 0, 1).reshape(rank, -1)).reshape(k, -1, rank)
+        out = jnp.einsum("kjl,kl->kj", t, s.rows)
+        return out[:, 0] if one else out
+    grams = s.grams.reshape(k, rank * rank)
+    return grams @ p.reshape(rank * rank) if one else grams @ ps.reshape(-1, rank * rank).T
+
+
 def design_matrix(mu, s: ObservableSpan):
-    """V(mu) in the span (plus the identity on unreachable directions), (r, r)."""
-    return jnp.einsum("k,kij->ij", mu, s.grams) + s.null_proj
+    """V(mu) in the span (plus the identity on unreached directions), (r, r)."""
+    return gram_sum(mu, s) + s.null_proj
 
 
-def feature_norms(mu, s: ObservableSpan):
-    """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K)."""
-    return feature_norms_of(mu, s.grams, s)
-
-
-def feature_norms_of(mu, grams, s: ObservableSpan):
-    """:func:`feature_norms` for mu on the actions whose Gram matrices are ``grams`` (a working
-    set's), with every action's c_b and W."""
-    w = _linalg.psd_solve_wide(jnp.einsum("k,kij->ij", mu, grams) + s.null_proj, s.features.T)
+def feature_norms(mu, s: ObservableSpan, active=None):
+    """c_b(mu) = ||phi_b||^2_{V(mu)^{-1}} (K,) and W = V(mu)^{-1} Phi^T (r, K), for mu on every
+    action or on the actions ``active`` only (a working set's; c_b and W of every action)."""
+    w = _linalg.psd_solve_wide(gram_sum(mu, s, active) + s.null_proj, s.features.T)
     # (einsum rather than a broadcast product: fewer kernels under vmap on CPU)
     return jnp.einsum("ik,ki->k", w, s.features), w
 
 
-def info_gradient(w, weights, grams):
+def info_gradient(w, weights, s: ObservableSpan):
     """d/dmu_pi of sum_b weights_b c_b(mu) = -<G_pi, W diag(weights) W^T>, (K,).
 
-    Written as (G flattened) @ (W diag(weights) W^T flattened): two matrix products, O(K r^2),
-    the fastest of the formulations tried under vmap on CPU (docs: Design notes).
+    Written as (G flattened) @ (W diag(weights) W^T flattened), or through the observation
+    rows (:func:`gram_inner`): two matrix products, O(K r^2), the fastest of the formulations
+    tried under vmap on CPU (docs: Design notes).
     """
-    r = w.shape[0]
-    inner = (w * weights) @ w.T
-    return -(grams.reshape(grams.shape[0], r * r) @ inner.reshape(r * r))
+    return -gram_inner(s, (w * weights) @ w.T)
 
 
 def delta_norms(mu, s: ObservableSpan):
@@ -248,7 +283,7 @@ def _exact_problem(s, r, eps2):
     def grads(mu, omega):
         c, w = feature_norms(mu, s)
         root = jnp.sqrt(omega @ c)
-        g_mu = -r + eps / (2.0 * root) * info_gradient(w, omega, s.grams)
+        g_mu = -r + eps / (2.0 * root) * info_gradient(w, omega, s)
         g_om = r + eps * c / (2.0 * root)
         return g_mu, g_om
 
@@ -259,7 +294,7 @@ def _exact_problem(s, r, eps2):
         lower = -jnp.inf
         for om in (omega, om_star):
             root = jnp.sqrt(om @ c)
-            g = -r + eps / (2.0 * root) * info_gradient(w, om, s.grams)
+            g = -r + eps / (2.0 * root) * info_gradient(w, om, s)
             lagr = om @ a + eps * root
             lower = jnp.maximum(lower, lagr + jnp.min(g) - g @ mu)
         # lambda*(mu) and psi(lambda*, mu), honestly evaluated, as solve_acdec reports them:
@@ -274,16 +309,14 @@ def _exact_problem(s, r, eps2):
         # actions (the best response mixes at most two), those over all K are W, c and the
         # gradients (one product).
         on = (lambda x: x) if active is None else (lambda x: x[active])  # noqa: E731
-        c, w = feature_norms_of(mu_w, on(s.grams), s)
+        c, w = feature_norms(mu_w, s, active)
         a = r - mu_w @ on(r)
         upper, om_star, y = max_sqrt_mixture(a, c, eps)
         _, pair = lax.top_k(om_star, 2)
         w_on, omegas = on(w.T).T, jnp.atleast_2d(omega_w)
         weights = [(w_on * om) @ w_on.T for om in omegas] + [(w[:, pair] * om_star[pair]) @ w[:, pair].T]
         roots = jnp.sqrt(jnp.concatenate([omegas @ on(c), (om_star[pair] @ c[pair])[None]]))
-        rank = w.shape[0]
-        g = -r[:, None] + eps / (2.0 * roots) * -(s.grams.reshape(-1, rank * rank)
-                                                   @ jnp.stack([x.reshape(-1) for x in weights], 1))
+        g = -r[:, None] + eps / (2.0 * roots) * -gram_inner(s, jnp.stack(weights))
         lagr = jnp.concatenate([omegas @ on(a), (om_star[pair] @ a[pair])[None]]) + eps * roots
         lower = jnp.max(lagr + jnp.min(g, axis=0) - mu_w @ on(g))
         lam = _lambda_star(y, eps)
@@ -312,7 +345,7 @@ def _offset_problem(s, r, lam, gap_type):
         weights = weights_fn(h)
         if gap_type != "delta_f":
             extra = -2.0 * (s.features @ (w @ weights))
-        g = -r + (info_gradient(w, weights, s.grams) + extra) / (4.0 * lam)
+        g = -r + (info_gradient(w, weights, s) + extra) / (4.0 * lam)
         return h, weights, g
 
     def grads(mu, omega):
@@ -381,11 +414,11 @@ def _info_terms(mu, omega, s: ObservableSpan, gap_type):
     """omega.c(mu) and its gradient d/dmu omega.c(mu), (K,) (for the minorants)."""
     if gap_type == "delta_f":
         c, w = feature_norms(mu, s)
-        return omega @ c, info_gradient(w, omega, s.grams)
+        return omega @ c, info_gradient(w, omega, s)
     x = s.features - mu @ s.features
     w = _linalg.psd_solve_wide(design_matrix(mu, s), x.T)
     c = jnp.einsum("ik,ki->k", w, x)
-    return omega @ c, info_gradient(w, omega, s.grams) - 2.0 * (s.features @ (w @ omega))
+    return omega @ c, info_gradient(w, omega, s) - 2.0 * (s.features @ (w @ omega))
 
 
 def _interval_bounds(lams, lowers, minorant, eps2, *, s: ObservableSpan, r, gap_type, subdivide: int = 1):

@@ -67,11 +67,11 @@ def design_constant(span: ObservableSpan, *, maxiter: int = 20_000, rtol: float 
 
     def grads(mu, omega):
         c, w = dec_linear.feature_norms(mu, span)
-        return dec_linear.info_gradient(w, omega, span.grams), c
+        return dec_linear.info_gradient(w, omega, span), c
 
     def certificate(mu, omega):
         c, w = dec_linear.feature_norms(mu, span)
-        g = dec_linear.info_gradient(w, omega, span.grams)
+        g = dec_linear.info_gradient(w, omega, span)
         return jnp.max(c), omega @ c + jnp.min(g) - g @ mu
 
     mu0 = jnp.full((k,), 1.0 / k, dtype)
@@ -95,7 +95,7 @@ def pac_dec(span: ObservableSpan, f_hat_r, eps2, *, maxiter: int = 20_000, rtol:
     def grads(mu, omega):
         c, w = dec_linear.feature_norms(mu, span)
         root = jnp.sqrt(omega @ c)
-        return eps / (2.0 * root) * dec_linear.info_gradient(w, omega, span.grams), a + eps * c / (2.0 * root)
+        return eps / (2.0 * root) * dec_linear.info_gradient(w, omega, span), a + eps * c / (2.0 * root)
 
     def certificate(mu, omega):
         c, w = dec_linear.feature_norms(mu, span)
@@ -103,7 +103,7 @@ def pac_dec(span: ObservableSpan, f_hat_r, eps2, *, maxiter: int = 20_000, rtol:
         lower = -jnp.inf
         for om in (omega, om_star):
             root = jnp.sqrt(om @ c)
-            g = eps / (2.0 * root) * dec_linear.info_gradient(w, om, span.grams)
+            g = eps / (2.0 * root) * dec_linear.info_gradient(w, om, span)
             lower = jnp.maximum(lower, om @ a + eps * root + jnp.min(g) - g @ mu)
         return upper, lower
 

@@ -244,3 +244,35 @@ def test_dual_search_finds_the_pairs_maximum(dtype):
         assert abs(float(jnp.sum(om)) - 1.0) <= 10 * np.finfo(dtype).eps and float(jnp.min(om)) >= 0.0
         attained = float(om @ a + eps * jnp.sqrt(jnp.maximum(om @ c, 0.0)))
         assert abs(attained - float(v2)) <= tol * max(1.0, abs(float(v2)))
+
+
+def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers():
+    """Where every action observes one number and the Gram matrices outgrow
+    ``GRAM_ROWS_MIN_ENTRIES``, V(mu) and <G_pi, P> go through the observation rows: they, and
+    mirror-prox's solves of both programs (on all actions and on a working set of them), equal
+    those through the Gram matrices in float64 (observation rows other than the features, as in
+    duelling)."""
+    from e2d_jax.dec import solvers as S
+    from e2d_jax.envs.linear import observable_span
+
+    rng = np.random.default_rng(3)
+    k, d = 300, 30
+    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
+    grams = np.einsum("ki,kj->kij", rows, rows)
+    with_rows = observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows))
+    plain = with_rows._replace(rows=None)
+    assert L.through_rows(with_rows, k) and not L.through_rows(plain, k)
+    assert not L.through_rows(with_rows, 64)  # a working set's sums stay on its Gram matrices
+    close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)  # noqa: E731
+    mu = jnp.asarray(rng.dirichlet(np.ones(k)))
+    ps = jnp.asarray(rng.normal(size=(3, d, d)))
+    close(L.gram_sum(mu, with_rows), L.gram_sum(mu, plain))
+    close(L.gram_inner(with_rows, ps), L.gram_inner(plain, ps))
+    close(L.gram_inner(with_rows, ps[0]), L.gram_inner(plain, ps[0]))
+    f_hat = jnp.asarray(rng.normal(size=with_rows.features.shape[-1]))
+    for solver in (S.Saddle(maxiter=40, check_every=10), S.Saddle(maxiter=40, check_every=10, working_set=64)):
+        for solve, param in ((L.solve_acdec, 0.5), (L.solve_offset, 0.3)):
+            a, b = (solve(s, f_hat, param, solver)[0] for s in (with_rows, plain))
+            assert int(a.iterations) == int(b.iterations)
+            for name in ("mu", "value", "lower_bound"):
+                close(getattr(a, name), getattr(b, name))
