@@ -408,7 +408,7 @@ def uses_rows(s: ObservableSpan) -> bool:
     ``ROWS_MIN_RANK`` (at smaller r XLA's CPU products with an inner dimension of r make the
     Gram form the faster one)."""
     k, rank = s.features.shape
-    return s.rows is not None and k > MANY_ACTIONS and rank >= ROWS_MIN_RANK
+    return s.one_number and k > MANY_ACTIONS and rank >= ROWS_MIN_RANK
 
 
 def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces:
@@ -556,7 +556,7 @@ def _split_design(mu, s: ObservableSpan, m: int):
     others' Gram matrices weighted by mu."""
     _, top = lax.top_k(mu, m)
     rest = jnp.einsum("k,kij->ij", mu.at[top].set(0.0), s.grams)
-    return mu[top], (s.grams if s.rows is None else s.rows)[top], rest
+    return mu[top], (s.rows if s.one_number else s.grams)[top], rest
 
 
 def evaluate_factored(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> FactoredPieces:
@@ -571,7 +571,7 @@ def evaluate_factored(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") 
     x = directions(mu, s, gap_type)
 
     def applied(w):  # sum_p mu_p G_p w + null_proj w (term by term over the top), and sum_p mu_p w_b^T G_p w_b there
-        if s.rows is None:
+        if not s.one_number:
             gw = (top.reshape(m * rank, rank) @ w).reshape(m, rank, k)
             return jnp.einsum("p,pib->ib", mu_top, gw) + rest @ w + s.null_proj @ w, \
                 lambda: jnp.einsum("p,pib,ib->b", mu_top, gw, w)
@@ -749,7 +749,7 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     if isinstance(pieces, FactoredPieces):
         w = pieces.w[:, rows]
         x = s.features[rows]
-        if s.rows is None:
+        if not s.one_number:
             quad = jnp.einsum("jkl,kb,lb->bj", s.grams[cols], w, w)
         else:  # w_b^T m_j m_j^T w_b
             quad = ((s.rows[cols] @ w) ** 2).T

@@ -73,7 +73,8 @@ from e2d_jax.types import GAP_TYPES, DecResult, WarmStart
 
 
 #: The sums over the actions' Gram matrices (V(mu) and <G_pi, P>) go through the observation
-#: rows where every action observes one number (G_pi = m_pi m_pi^T, ``ObservableSpan.rows``) and
+#: rows where every action observes one number (G_pi = m_pi m_pi^T, ``ObservableSpan.rows``), or
+#: all but a few do (their Gram matrices added: ``ObservableSpan.multi_actions``), and
 #: the Gram matrices summed hold at least this many numbers (K r^2: 1 MiB in float32). Below
 #: it the (K, r, r) array stays in the cache and one pass over it is the faster form; above it
 #: reading it is the cost, and the products through the (K, r) rows are several times cheaper
@@ -93,7 +94,14 @@ def gram_sum(weights, s: ObservableSpan, active=None):
     (K,) or (m,) to match)."""
     if through_rows(s, weights.shape[-1]):
         rows = s.rows if active is None else s.rows[active]
-        return (rows.T * weights) @ rows
+        out = (rows.T * weights) @ rows
+        if s.multi_actions is None:
+            return out
+        if active is None:
+            coef = weights.at[s.multi_actions].get(mode="fill", fill_value=0.0)
+        else:  # the multi actions' weights where the set holds them
+            coef = weights @ (active[:, None] == s.multi_actions[None, :]).astype(weights.dtype)
+        return out + jnp.einsum("j,jab->ab", coef, s.multi_grams)
     grams = s.grams if active is None else s.grams[active]
     return jnp.einsum("k,kij->ij", weights, grams)
 
@@ -108,6 +116,9 @@ def gram_inner(s: ObservableSpan, p):
         # m_pi^T P m_pi: one product (K, r) x (r, j r), then a row-wise dot per P.
         t = (s.rows @ jnp.moveaxis(ps, 0, 1).reshape(rank, -1)).reshape(k, -1, rank)
         out = jnp.einsum("kjl,kl->kj", t, s.rows)
+        if s.multi_actions is not None:
+            extra = s.multi_grams.reshape(-1, rank * rank) @ ps.reshape(-1, rank * rank).T  # (J, j)
+            out = out.at[s.multi_actions].add(extra, mode="drop")
         return out[:, 0] if one else out
     grams = s.grams.reshape(k, rank * rank)
     return grams @ p.reshape(rank * rank) if one else grams @ ps.reshape(-1, rank * rank).T

@@ -67,9 +67,18 @@ class ObservableSpan(NamedTuple):
       off_span: () the largest norm of a feature's component outside the reached part of S,
         relative to the largest ||phi_pi|| (0 up to rounding when every reward is observable).
       rows: (K, r) U^T m_pi, each action's observation row where every action observes one
-        number (G_pi = m_pi m_pi^T: linear bandits, duelling), else None. The interior-point
-        method's term-by-term products over its heaviest actions go through them
-        (:func:`e2d_jax.dec.interior_point.evaluate_factored`).
+        number (G_pi = m_pi m_pi^T: linear bandits, duelling), or where all but the few
+        ``multi_actions`` do (their rows zero: the revealing semi-bandit), else None. The
+        interior-point method's term-by-term products over its heaviest actions go through
+        them where every action observes one number
+        (:func:`e2d_jax.dec.interior_point.evaluate_factored`), the linear programs' sums over
+        the Gram matrices on many actions wherever they are given
+        (:func:`e2d_jax.dec.linear.gram_sum`).
+      multi_actions: (J,) int, the actions that observe more than one number where all the
+        others observe one (None where every action does, or where ``rows`` is None); an index
+        of K or more stands for none (an action a working set does not hold).
+      multi_grams: (J, r, r) those actions' Gram matrices, so that
+        G_pi = m_pi m_pi^T + sum_j [pi = multi_actions_j] multi_grams_j.
     """
 
     features: jax.Array
@@ -78,15 +87,29 @@ class ObservableSpan(NamedTuple):
     basis: jax.Array
     off_span: jax.Array | float = 0.0
     rows: jax.Array | None = None
+    multi_actions: jax.Array | None = None
+    multi_grams: jax.Array | None = None
+
+    @property
+    def one_number(self) -> bool:
+        """Whether every action observes one number (G_pi = m_pi m_pi^T; static)."""
+        return self.rows is not None and self.multi_actions is None
 
     def take(self, actions) -> "ObservableSpan":
         """The span of the actions ``actions`` only (their features, Gram matrices and rows; the
         same basis): the programs of a working set of actions."""
         rows = None if self.rows is None else self.rows[actions]
-        return self._replace(features=self.features[actions], grams=self.grams[actions], rows=rows)
+        multi = self.multi_actions
+        if multi is not None:
+            # Each multi action's place among ``actions``, or len(actions) where it is not one.
+            hit = jnp.asarray(actions)[:, None] == multi[None, :]
+            multi = jnp.where(jnp.any(hit, axis=0), jnp.argmax(hit, axis=0), hit.shape[0])
+        return self._replace(features=self.features[actions], grams=self.grams[actions], rows=rows,
+                             multi_actions=multi)
 
 
-def observable_span(features, grams, *, rank: int | None = None, basis=None, rows=None) -> ObservableSpan:
+def observable_span(features, grams, *, rank: int | None = None, basis=None, rows=None,
+                    multi_actions=None) -> ObservableSpan:
     """Expresses a model class in an orthonormal basis of range(sum_pi G_pi).
 
     Args:
@@ -98,6 +121,9 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None, row
       basis: optional (d, r) orthonormal basis of (a superspace of) S to use as is.
       rows: optional (K, d) observation rows m_pi where every action observes one number
         (``grams`` = m_pi m_pi^T); kept in the basis as :attr:`ObservableSpan.rows`.
+      multi_actions: optional (J,) int, the actions that observe more than one number where all
+        the others observe one: ``rows`` then holds zeros for them (see
+        :attr:`ObservableSpan.multi_actions`).
     """
     features = jnp.asarray(features)
     grams = jnp.asarray(grams, features.dtype)
@@ -120,8 +146,12 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None, row
     scale = jnp.max(jnp.linalg.norm(features, axis=-1))
     off_span = jnp.max(off) / jnp.maximum(scale, jnp.finfo(features.dtype).tiny)
     rows_r = None if rows is None else jnp.matmul(jnp.asarray(rows, features.dtype), basis, precision=full)
+    multi_grams = None
+    if multi_actions is not None:
+        multi_actions = jnp.asarray(multi_actions, jnp.int32)
+        multi_grams = grams_r[multi_actions]
     return ObservableSpan(features=feats_r, grams=grams_r, null_proj=null, basis=basis, off_span=off_span,
-                          rows=rows_r)
+                          rows=rows_r, multi_actions=multi_actions, multi_grams=multi_grams)
 
 
 def one_row(obs_matrices):
@@ -212,10 +242,16 @@ def default_dtype(dtype):
     return jnp.dtype(dtype) if dtype is not None else jax.dtypes.canonicalize_dtype(jnp.float64)
 
 
-def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius) -> LinearModel:
+def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius, multi_actions=None) -> LinearModel:
     """A :class:`LinearModel` from padded arrays: the Gram matrices and the observable span
-    (of dimension ``rank``, static) are computed here, once per instance. Traceable."""
+    (of dimension ``rank``, static) are computed here, once per instance. ``multi_actions``
+    ((J,) int, optional) names the actions that observe more than one number where every other
+    observes one, its first row (:attr:`ObservableSpan.multi_actions`). Traceable."""
     grams = jnp.einsum("kmi,kmj->kij", obs_matrices, obs_matrices)
+    rows = one_row(obs_matrices)
+    if multi_actions is not None:
+        multi_actions = jnp.atleast_1d(jnp.asarray(multi_actions, jnp.int32))
+        rows = obs_matrices[:, 0, :].at[multi_actions].set(0.0)
     return LinearModel(
         features=features,
         obs_matrices=obs_matrices,
@@ -223,7 +259,7 @@ def assemble_model(features, obs_matrices, obs_mask, sigma, rank, radius) -> Lin
         grams=grams,
         sigma=jnp.asarray(sigma, dtype=features.dtype),
         radius=jnp.asarray(radius, dtype=features.dtype),
-        span=observable_span(features, grams, rank=rank, rows=one_row(obs_matrices)),
+        span=observable_span(features, grams, rank=rank, rows=rows, multi_actions=multi_actions),
     )
 
 
@@ -328,7 +364,8 @@ def semi_bandit_from_features(features, theta, revealing_action, *, sigma=1.0, r
     obs_matrices = jnp.where(reveal, features[None, :, :], own)
     first_row = jnp.zeros((num_actions, num_actions), bool).at[:, 0].set(True)
     obs_mask = jnp.where(reveal[:, :, 0], jnp.ones_like(eye), first_row)
-    model = assemble_model(features, obs_matrices, obs_mask, sigma, min(d, num_actions), radius)
+    model = assemble_model(features, obs_matrices, obs_mask, sigma, min(d, num_actions), radius,
+                           multi_actions=revealing_action)
     return LinearEnvParams(model=model, theta=jnp.asarray(theta, features.dtype))
 
 

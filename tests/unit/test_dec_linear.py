@@ -246,10 +246,12 @@ def test_dual_search_finds_the_pairs_maximum(dtype):
         assert abs(attained - float(v2)) <= tol * max(1.0, abs(float(v2)))
 
 
-def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers():
-    """Where every action observes one number and the Gram matrices outgrow
-    ``GRAM_ROWS_MIN_ENTRIES``, V(mu) and <G_pi, P> go through the observation rows: they, and
-    mirror-prox's solves of both programs (on all actions and on a working set of them), equal
+@pytest.mark.parametrize("few_observe_more", [False, True])
+def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers(few_observe_more):
+    """Where every action observes one number (or all but a few, whose Gram matrices are added)
+    and the Gram matrices outgrow ``GRAM_ROWS_MIN_ENTRIES``, V(mu) and <G_pi, P> go through the
+    observation rows: they, a working set's V(mu) (with and without a multi action), and
+    mirror-prox's solves of both programs (on all actions and on a working set of them) equal
     those through the Gram matrices in float64 (observation rows other than the features, as in
     duelling)."""
     from e2d_jax.dec import solvers as S
@@ -259,8 +261,14 @@ def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers(
     k, d = 300, 30
     feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
     grams = np.einsum("ki,kj->kij", rows, rows)
-    with_rows = observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows))
-    plain = with_rows._replace(rows=None)
+    multi = None
+    if few_observe_more:  # two actions observe 30 numbers each (a revealing action's kind)
+        multi = np.array([5, 200])
+        rows[multi] = 0.0
+        grams[multi] = np.einsum("kmi,kmj->kij", *(2 * [rng.normal(size=(2, d, d))]))
+    with_rows = observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows), multi_actions=multi)
+    plain = with_rows._replace(rows=None, multi_actions=None, multi_grams=None)
+    assert with_rows.one_number is not few_observe_more
     assert L.through_rows(with_rows, k) and not L.through_rows(plain, k)
     assert not L.through_rows(with_rows, 64)  # a working set's sums stay on its Gram matrices
     close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)  # noqa: E731
@@ -269,6 +277,13 @@ def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers(
     close(L.gram_sum(mu, with_rows), L.gram_sum(mu, plain))
     close(L.gram_inner(with_rows, ps), L.gram_inner(plain, ps))
     close(L.gram_inner(with_rows, ps[0]), L.gram_inner(plain, ps[0]))
+    for left_out in ([0, 1, 2, 3, 4], [5, 200, 7, 8, 9]):  # a set that holds both multi actions, or neither
+        active = jnp.asarray(np.setdiff1d(np.arange(k), left_out))
+        sub = jnp.asarray(rng.dirichlet(np.ones(active.shape[0])))
+        assert L.through_rows(with_rows, active.shape[0])
+        close(L.gram_sum(sub, with_rows, active), L.gram_sum(sub, plain, active))
+        taken = with_rows.take(active)  # the set's own span: its multi actions renumbered or gone
+        close(L.gram_sum(sub, taken), jnp.einsum("k,kij->ij", sub, taken.grams))
     f_hat = jnp.asarray(rng.normal(size=with_rows.features.shape[-1]))
     for solver in (S.Saddle(maxiter=40, check_every=10), S.Saddle(maxiter=40, check_every=10, working_set=64)):
         for solve, param in ((L.solve_acdec, 0.5), (L.solve_offset, 0.3)):

@@ -538,13 +538,18 @@ def test_observation_rows_give_the_dense_forms_answers(gap_type):
 
 def test_linear_bandits_keep_their_observation_rows():
     """Builders whose actions observe one number each keep the rows in the span (and a
-    context's offer keeps them); the revealing semi-bandit, with an action observing K, has none."""
+    context's offer keeps them); the revealing semi-bandit, with an action observing K, keeps
+    its other actions' rows and that action's Gram matrix apart."""
     lin = envs.linear_bandit(jax.random.PRNGKey(0), 3, 7, dtype=jnp.float64)
     np.testing.assert_allclose(lin.model.span.rows, lin.model.span.features, atol=1e-12)
     offered = envs.offer(lin.model, jnp.arange(7) % 2 == 0)
     np.testing.assert_allclose(jnp.einsum("ki,kj->kij", offered.span.rows, offered.span.rows), offered.span.grams,
                                atol=1e-12)
-    assert envs.semi_bandit(jax.random.PRNGKey(0), 3, 7).model.span.rows is None
+    semi = envs.semi_bandit(jax.random.PRNGKey(0), 3, 7, dtype=jnp.float64).model.span
+    assert not semi.one_number and lin.model.span.one_number and offered.span.one_number
+    # The revealing action's row is zero and its Gram matrix the multi action's.
+    rank_one = jnp.einsum("ki,kj->kij", semi.rows, semi.rows)
+    np.testing.assert_allclose(rank_one.at[semi.multi_actions].add(semi.multi_grams), semi.grams, atol=1e-12)
 
 
 def test_thousand_actions_in_float32_are_certified():
