@@ -100,7 +100,7 @@ def gram_sum(weights, s: ObservableSpan, active=None):
         if active is None:
             coef = weights.at[s.multi_actions].get(mode="fill", fill_value=0.0)
         else:  # the multi actions' weights where the set holds them
-            coef = weights @ (active[:, None] == s.multi_actions[None, :]).astype(weights.dtype)
+            coef = weights @ (jnp.asarray(active)[:, None] == s.multi_actions[None, :]).astype(weights.dtype)
         return out + jnp.einsum("j,jab->ab", coef, s.multi_grams)
     grams = s.grams if active is None else s.grams[active]
     return jnp.einsum("k,kij->ij", weights, grams)
