@@ -126,7 +126,9 @@ pieces are evaluated without K x K arrays (:func:`evaluate_factored`: the refine
 is formed term by term over the ``TERMWISE_ACTIONS`` heaviest actions of mu and through the
 sum of the others' Gram matrices; where every action observes one number, G_i = m_i m_i^T,
 the terms go through the observation rows m_i of the span, an r-vector per action instead of
-an r x r matrix): O(K p^2) an iteration. The two forms agree to rounding
+an r x r matrix): O(K p^2) an iteration. The sums over all K Gram matrices (V(mu), the basis's
+vech G_i, the game values' <G_i, P>) are the span's own (``e2d_jax.envs.linear.gram_sum`` and
+``gram_inner``), through the observation rows once the (K, r, r) array outgrows the cache. The two forms agree to rounding
 (``tests/unit/test_interior_point.py``).
 
 Above ``MANY_ACTIONS`` actions four more rules hold in the plain method, in both forms (a
@@ -216,7 +218,7 @@ from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax.dec import loop, matrix_game
-from e2d_jax.envs.linear import ObservableSpan
+from e2d_jax.envs.linear import ObservableSpan, gram_inner, gram_sum, through_rows
 from e2d_jax.types import GAP_TYPES
 
 #: Default budget: Newton iterations of the fixed loop.
@@ -335,7 +337,7 @@ class InteriorPointSolution(NamedTuple):
 
 def design_matrix(mu, s: ObservableSpan):
     """V(mu) = sum_pi mu_pi G_pi + null_proj, (r, r)."""
-    return jnp.einsum("k,kij->ij", mu, s.grams) + s.null_proj
+    return gram_sum(mu, s) + s.null_proj
 
 
 def directions(mu, s: ObservableSpan, gap_type: str = "delta_f"):
@@ -533,8 +535,15 @@ def use_factored(num_actions: int, rank: int, gap_type: str) -> bool:
 
 def basis(s: ObservableSpan, r, gap_type: str):
     """The (K, p) basis L of the factored form: rows l_i = (r_i, [phi_i,] vech G_i)."""
-    a, c = _pairs(s.features.shape[1])
-    cols = [r[:, None]] + ([s.features] if gap_type == "delta" else []) + [s.grams[:, a, c]]
+    k, rank = s.features.shape
+    a, c = _pairs(rank)
+    if through_rows(s, k):  # vech(m_i m_i^T), plus the multi actions' Gram matrices
+        vech = s.rows[:, a] * s.rows[:, c]
+        if s.multi_actions is not None:
+            vech = vech.at[s.multi_actions].add(s.multi_grams[:, a, c], mode="drop")
+    else:
+        vech = s.grams[:, a, c]
+    cols = [r[:, None]] + ([s.features] if gap_type == "delta" else []) + [vech]
     return jnp.concatenate(cols, axis=1)
 
 
@@ -555,7 +564,7 @@ def _split_design(mu, s: ObservableSpan, m: int):
     every action observes one number, else their Gram matrices (m, r, r)) and the sum of the
     others' Gram matrices weighted by mu."""
     _, top = lax.top_k(mu, m)
-    rest = jnp.einsum("k,kij->ij", mu.at[top].set(0.0), s.grams)
+    rest = gram_sum(mu.at[top].set(0.0), s)
     return mu[top], (s.rows if s.one_number else s.grams)[top], rest
 
 
@@ -606,7 +615,7 @@ def game_values(om, w, s: ObservableSpan, r, lam, gap_type: str):
         cross = 2.0 * (om @ fw) * jnp.ones_like(r)
     else:  # sum_b omega_b (phi_b - phi_j)^T w_b
         cross = 2.0 * (om @ fw - s.features @ (w @ om))
-    quad = jnp.einsum("jkl,kl->j", s.grams, p) + jnp.sum(s.null_proj * p)
+    quad = gram_inner(s, p) + jnp.sum(s.null_proj * p)
     return om @ r - r + (cross - quad) / (4.0 * lam)
 
 

@@ -73,7 +73,7 @@ class ObservableSpan(NamedTuple):
         them where every action observes one number
         (:func:`e2d_jax.dec.interior_point.evaluate_factored`), the linear programs' sums over
         the Gram matrices on many actions wherever they are given
-        (:func:`e2d_jax.dec.linear.gram_sum`).
+        (:func:`gram_sum`).
       multi_actions: (J,) int, the actions that observe more than one number where all the
         others observe one (None where every action does, or where ``rows`` is None); an index
         of K or more stands for none (an action a working set does not hold).
@@ -157,6 +157,58 @@ def observable_span(features, grams, *, rank: int | None = None, basis=None, row
 def one_row(obs_matrices):
     """Each action's observation row (K, d) where every action observes one number, else None."""
     return obs_matrices[:, 0, :] if obs_matrices.shape[1] == 1 else None
+
+
+#: The sums over the actions' Gram matrices (V(mu) and <G_pi, P>) go through the observation
+#: rows where every action observes one number (G_pi = m_pi m_pi^T, ``ObservableSpan.rows``), or
+#: all but a few do (their Gram matrices added: ``ObservableSpan.multi_actions``), and
+#: the Gram matrices summed hold at least this many numbers (K r^2: 1 MiB in float32). Below
+#: it the (K, r, r) array stays in the cache and one pass over it is the faster form; above it
+#: reading it is the cost, and the products through the (K, r) rows are several times cheaper
+#: (docs: Performance, 'Anytime-E2D at d = 30').
+GRAM_ROWS_MIN_ENTRIES = 2 ** 18
+
+
+def through_rows(s: ObservableSpan, num_actions: int) -> bool:
+    """Whether sums over ``num_actions`` of ``s``'s Gram matrices go through its observation rows
+    (static; see ``GRAM_ROWS_MIN_ENTRIES``)."""
+    rank = s.features.shape[-1]
+    return s.rows is not None and num_actions * rank * rank >= GRAM_ROWS_MIN_ENTRIES
+
+
+def gram_sum(weights, s: ObservableSpan, active=None):
+    """sum_pi weights_pi G_pi, (r, r), over every action or the actions ``active`` (weights
+    (K,) or (m,) to match)."""
+    if through_rows(s, weights.shape[-1]):
+        rows = s.rows if active is None else s.rows[active]
+        out = (rows.T * weights) @ rows
+        if s.multi_actions is None:
+            return out
+        if active is None:
+            coef = weights.at[s.multi_actions].get(mode="fill", fill_value=0.0)
+        else:  # the multi actions' weights where the set holds them
+            coef = weights @ (jnp.asarray(active)[:, None] == s.multi_actions[None, :]).astype(weights.dtype)
+        return out + jnp.einsum("j,jab->ab", coef, s.multi_grams)
+    grams = s.grams if active is None else s.grams[active]
+    return jnp.einsum("k,kij->ij", weights, grams)
+
+
+def gram_inner(s: ObservableSpan, p):
+    """<G_pi, P> for every action pi: (K,) for one symmetric P (r, r), (K, j) for j of them
+    (j, r, r)."""
+    one = p.ndim == 2
+    ps = p[None] if one else p
+    k, rank = s.features.shape[-2:]
+    if through_rows(s, k):
+        # m_pi^T P m_pi: one product (K, r) x (r, j r), then a row-wise dot per P.
+        t = (s.rows @ jnp.moveaxis(ps, 0, 1).reshape(rank, -1)).reshape(k, -1, rank)
+        out = jnp.einsum("kjl,kl->kj", t, s.rows)
+        if s.multi_actions is not None:
+            extra = s.multi_grams.reshape(-1, rank * rank) @ ps.reshape(-1, rank * rank).T  # (J, j)
+            out = out.at[s.multi_actions].add(extra, mode="drop")
+        return out[:, 0] if one else out
+    grams = s.grams.reshape(k, rank * rank)
+    return grams @ p.reshape(rank * rank) if one else grams @ ps.reshape(-1, rank * rank).T
 
 
 class LinearModel(NamedTuple):

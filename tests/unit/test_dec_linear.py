@@ -250,11 +250,13 @@ def test_dual_search_finds_the_pairs_maximum(dtype):
 def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers(few_observe_more):
     """Where every action observes one number (or all but a few, whose Gram matrices are added)
     and the Gram matrices outgrow ``GRAM_ROWS_MIN_ENTRIES``, V(mu) and <G_pi, P> go through the
-    observation rows: they, a working set's V(mu) (with and without a multi action), and
-    mirror-prox's solves of both programs (on all actions and on a working set of them) equal
-    those through the Gram matrices in float64 (observation rows other than the features, as in
-    duelling)."""
+    observation rows: they, a working set's V(mu) (with and without a multi action), the
+    interior point's factored pieces, and mirror-prox's solves of both programs (on all actions
+    and on a working set of them) equal those through the Gram matrices in float64 (observation
+    rows other than the features, as in duelling)."""
+    from e2d_jax.dec import interior_point as ip
     from e2d_jax.dec import solvers as S
+    from e2d_jax.envs import linear as EL
     from e2d_jax.envs.linear import observable_span
 
     rng = np.random.default_rng(3)
@@ -269,21 +271,28 @@ def test_sums_over_gram_matrices_through_observation_rows_give_the_same_answers(
     with_rows = observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows), multi_actions=multi)
     plain = with_rows._replace(rows=None, multi_actions=None, multi_grams=None)
     assert with_rows.one_number is not few_observe_more
-    assert L.through_rows(with_rows, k) and not L.through_rows(plain, k)
-    assert not L.through_rows(with_rows, 64)  # a working set's sums stay on its Gram matrices
+    assert EL.through_rows(with_rows, k) and not EL.through_rows(plain, k)
+    assert not EL.through_rows(with_rows, 64)  # a working set's sums stay on its Gram matrices
     close = lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-11)  # noqa: E731
     mu = jnp.asarray(rng.dirichlet(np.ones(k)))
     ps = jnp.asarray(rng.normal(size=(3, d, d)))
-    close(L.gram_sum(mu, with_rows), L.gram_sum(mu, plain))
-    close(L.gram_inner(with_rows, ps), L.gram_inner(plain, ps))
-    close(L.gram_inner(with_rows, ps[0]), L.gram_inner(plain, ps[0]))
+    close(EL.gram_sum(mu, with_rows), EL.gram_sum(mu, plain))
+    close(EL.gram_inner(with_rows, ps), EL.gram_inner(plain, ps))
+    close(EL.gram_inner(with_rows, ps[0]), EL.gram_inner(plain, ps[0]))
     for left_out in ([0, 1, 2, 3, 4], [5, 200, 7, 8, 9]):  # a set that holds both multi actions, or neither
         active = jnp.asarray(np.setdiff1d(np.arange(k), left_out))
         sub = jnp.asarray(rng.dirichlet(np.ones(active.shape[0])))
-        assert L.through_rows(with_rows, active.shape[0])
-        close(L.gram_sum(sub, with_rows, active), L.gram_sum(sub, plain, active))
+        assert EL.through_rows(with_rows, active.shape[0])
+        close(EL.gram_sum(sub, with_rows, active), EL.gram_sum(sub, plain, active))
         taken = with_rows.take(active)  # the set's own span: its multi actions renumbered or gone
-        close(L.gram_sum(sub, taken), jnp.einsum("k,kij->ij", sub, taken.grams))
+        close(EL.gram_sum(sub, taken), jnp.einsum("k,kij->ij", sub, taken.grams))
+    # The interior point's factored pieces take the same sums (its basis vech G_pi among them).
+    r = jnp.asarray(rng.normal(size=k))
+    pieces = [ip.evaluate_factored(mu, s, r, 0.4) for s in (with_rows, plain)]
+    for x, y in zip(*pieces):
+        close(x, y)
+    close(ip.basis(with_rows, r, "delta_f"), ip.basis(plain, r, "delta_f"))
+    close(*(ip.game_values(mu, p.w, s, r, 0.4, "delta_f") for p, s in zip(pieces, (with_rows, plain))))
     f_hat = jnp.asarray(rng.normal(size=with_rows.features.shape[-1]))
     for solver in (S.Saddle(maxiter=40, check_every=10), S.Saddle(maxiter=40, check_every=10, working_set=64)):
         for solve, param in ((L.solve_acdec, 0.5), (L.solve_offset, 0.3)):
