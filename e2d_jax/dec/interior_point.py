@@ -128,8 +128,8 @@ sum of the others' Gram matrices; where every action observes one number, G_i = 
 the terms go through the observation rows m_i of the span, an r-vector per action instead of
 an r x r matrix): O(K p^2) an iteration. The sums over all K Gram matrices (V(mu), the basis's
 vech G_i, the game values' <G_i, P>) are the span's own (``e2d_jax.envs.linear.gram_sum`` and
-``gram_inner``), through the observation rows once the (K, r, r) array outgrows the cache. The two forms agree to rounding
-(``tests/unit/test_interior_point.py``).
+``gram_inner``), through the observation rows once the (K, r, r) array outgrows the cache. The
+two forms agree to rounding (``tests/unit/test_interior_point.py``).
 
 Above ``MANY_ACTIONS`` actions four more rules hold in the plain method, in both forms (a
 working set's restricted program, certified on all actions by its own bounds, runs without

@@ -159,7 +159,7 @@ def one_row(obs_matrices):
     return obs_matrices[:, 0, :] if obs_matrices.shape[1] == 1 else None
 
 
-#: The sums over the actions' Gram matrices (V(mu) and <G_pi, P>) go through the observation
+#: The sums over the actions' Gram matrices (V(mu), <G_pi, P>, vech G_pi) go through the observation
 #: rows where every action observes one number (G_pi = m_pi m_pi^T, ``ObservableSpan.rows``), or
 #: all but a few do (their Gram matrices added: ``ObservableSpan.multi_actions``), and
 #: the Gram matrices summed hold at least this many numbers (K r^2: 1 MiB in float32). Below
