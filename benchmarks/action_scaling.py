@@ -127,16 +127,24 @@ def _fmt(x, spec):
 
 
 def figure(rows: list, path: str) -> None:
-    """seed-rounds/s against K, one panel per (env, d), one line per agent (log-log)."""
+    """seed-rounds/s against K, one panel per (env, d): a row of panels per environment, a
+    column per d, one line per agent (log-log)."""
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    panels = sorted({(r["env"], r["d"]) for r in rows})
-    fig = Figure(figsize=(3.6 * len(panels), 3.4), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True))
-    for ax, (env, d) in zip(axes, panels):
+    envs = sorted({r["env"] for r in rows})
+    dims = sorted({r["d"] for r in rows})
+    fig = Figure(figsize=(3.4 * len(dims), 3.0 * len(envs)), layout="constrained")
+    grid = np.atleast_2d(fig.subplots(len(envs), len(dims), sharey=True, squeeze=False))
+    axes = []
+    for (i, env), (j, d) in ((a, b) for a in enumerate(envs) for b in enumerate(dims)):
+        ax = grid[i, j]
+        if not any((r["env"], r["d"]) == (env, d) for r in rows):
+            ax.set_visible(False)
+            continue
+        axes.append(ax)
         for agent in AGENTS:
             sel = sorted((r for r in rows if (r["env"], r["d"], r["agent"]) == (env, d, agent)), key=lambda r: r["K"])
             if sel:
@@ -150,7 +158,8 @@ def figure(rows: list, path: str) -> None:
         ax.set_title(f"{env}, d={d}", fontsize=9)
         ax.set_xlabel("actions K")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("seed-rounds/s")
+    for row in grid:
+        row[0].set_ylabel("seed-rounds/s")
     axes[-1].legend(fontsize=7)
     fig.savefig(path, dpi=150)
 

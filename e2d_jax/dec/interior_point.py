@@ -140,7 +140,9 @@ multipliers omega first: at K = 1,000 the lower bound from the normalised omega 
 max player on a few rows and columns (:func:`restricted_lower`: as many of the largest h_b as
 an optimal mixture may need, :func:`support_bound`, and twice as many of the heaviest actions
 of mu; a larger game costs float32 its accuracy, since the payoff's spread then squeezes the
-relevant entries into a few ulps) by the matrix-game interior-point method of
+relevant entries into a few ulps, except where the actions outnumber that bound hundreds of
+times and the largest h_b crowd around a few of the optimum's constraints: there the game
+takes 64 rows, :func:`game_rows`) by the matrix-game interior-point method of
 :mod:`e2d_jax.dec.matrix_game`, and takes min_j (omega^T A)_j over all K actions at its
 mixture: valid whatever that mixture is, and within ~1e-4 of the optimum once mu is. Second,
 the same game's min player mixture (zero off its columns) is the second candidate for the
@@ -254,6 +256,12 @@ MANY_ACTIONS = 32
 #: :func:`support_bound` constraints with the largest h_b), and its interior-point iterations.
 GAME_COLUMNS_PER_ROW = 2
 GAME_STEPS = 15
+#: Where the actions outnumber the :func:`support_bound` ``GAME_WIDE_RATIO`` times, the
+#: restricted game takes at least ``GAME_MIN_ROWS`` rows: among so many actions the largest h_b
+#: at an inexact mu crowd around a few of the optimum's constraints, and the game's bound then
+#: stalls near 1e-3 below the optimum in float32.
+GAME_WIDE_RATIO = 200
+GAME_MIN_ROWS = 64
 #: Above ``MANY_ACTIONS``, a direction whose longest step inside the boundary fractions is
 #: shorter than this is rejected like a non-finite one (the next Newton matrix gets a ridge),
 #: up to three times in a row: the fourth short direction is taken.
@@ -738,12 +746,19 @@ def support_bound(rank: int, gap_type: str = "delta_f") -> int:
     return rank * (rank + 1) // 2 + 2 + (rank if gap_type == "delta" else 0)
 
 
+def game_rows(num_actions: int, rank: int, gap_type: str = "delta_f") -> int:
+    """The restricted game's rows (:func:`restricted_lower`): the :func:`support_bound`, or
+    ``GAME_MIN_ROWS`` where that is more and the actions outnumber it ``GAME_WIDE_RATIO`` times."""
+    bound = support_bound(rank, gap_type)
+    return max(bound, GAME_MIN_ROWS) if num_actions >= GAME_WIDE_RATIO * bound else bound
+
+
 def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     """A certified lower bound from the max player's side and a candidate from the min
     player's, ``(lower, omega, mu_game)``.
 
     The certificate's matrix game min_mu max_b (A mu)_b (module docstring) is solved for the
-    max player on a few rows and columns: the :func:`support_bound` constraints with the
+    max player on a few rows and columns: the :func:`game_rows` constraints with the
     largest h_b at ``mu`` and ``GAME_COLUMNS_PER_ROW`` times as many of the heaviest actions of
     ``mu``, by the interior-point method
     of :mod:`e2d_jax.dec.matrix_game` (``GAME_STEPS`` iterations, its Newton systems of the
@@ -752,7 +767,7 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     player mixture, zero off the columns, is ``mu_game``: a candidate for the upper bound
     (its F is evaluated exactly, so it too is valid whatever the game did)."""
     k = mu.shape[0]
-    num_rows = min(k, support_bound(s.features.shape[1], gap_type))
+    num_rows = min(k, game_rows(k, s.features.shape[1], gap_type))
     _, rows = lax.top_k(pieces.h, num_rows)
     _, cols = lax.top_k(mu, min(k, GAME_COLUMNS_PER_ROW * num_rows))
     if isinstance(pieces, FactoredPieces):

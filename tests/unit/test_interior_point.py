@@ -589,6 +589,35 @@ def test_thousand_actions_in_float32_are_certified():
 
 
 
+def test_many_actions_per_dimension_are_certified_in_float32():
+    """Linear bandits with d = 3 and 4,000 actions (500 per constraint an optimum may need) at the
+    E2D agent's lambda for n = 20, f_hat = f* + N(0, 0.3^2 I), solved in float32 from a cold
+    start: the restricted game takes ``GAME_MIN_ROWS`` rows (:func:`game_rows`), and every
+    problem is certified at rtol 1e-3 within 20 iterations, its mu's value (float64 NumPy)
+    within 1e-3 of a float64 solve's lower bound and its lower bound below that solve's value.
+    (With the support bound's 8 rows the largest h_b crowd around a few of the optimum's
+    constraints and the bound stalls about 1e-3 below the optimum on most of them.)"""
+    from e2d_jax.agents import e2d_linear
+    lam = e2d_linear.horizon_lambda(20)
+    k, d, n = 4000, 3, 6
+    assert ip.game_rows(k, d) == ip.GAME_MIN_ROWS > ip.support_bound(d) == ip.game_rows(300, d)
+    params = envs.linear_bandit(jax.random.PRNGKey(5), d, k, dtype=jnp.float64)
+    feats, grams = np.asarray(params.model.features), np.asarray(params.model.grams)
+    f_hats = np.asarray(params.theta) + 0.3 * np.random.default_rng(5).normal(size=(n, d))
+    span64 = observable_span(jnp.asarray(feats), jnp.asarray(grams))
+    span32 = observable_span(jnp.asarray(feats, jnp.float32), jnp.asarray(grams, jnp.float32))
+    refs = jax.jit(jax.vmap(lambda f: ip.solve(span64, span64.features @ (f @ span64.basis), lam, maxiter=40,
+                                               rtol=1e-6)))(jnp.asarray(f_hats))
+    assert (np.asarray(refs.status) == Status.OK).all()
+    sols = jax.jit(jax.vmap(lambda f: ip.solve(span32, span32.features @ (f @ span32.basis), jnp.float32(lam),
+                                               maxiter=20, rtol=1e-3)))(jnp.asarray(f_hats, jnp.float32))
+    assert (np.asarray(sols.status) == Status.OK).all(), np.asarray(sols.gap / sols.upper)
+    for i in range(n):
+        value = _objective_numpy(sols.mu[i], feats, grams, f_hats[i], lam, "delta_f")
+        assert value <= float(refs.lower[i]) * (1 + 1e-3)
+        assert float(sols.lower[i]) <= _objective_numpy(refs.mu[i], feats, grams, f_hats[i], lam, "delta_f") * (1 + 1e-5)
+
+
 def test_short_steps_on_many_actions_do_not_halt_the_method():
     """A linear bandit with d = 3 and 300 actions (the benchmarks' instance) at E2D's lambda for
     n = 20, f_hat = f* + N(0, 0.3^2 I): some of these problems give directions whose longest
