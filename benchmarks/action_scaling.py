@@ -18,6 +18,7 @@ Run:  PYTHONPATH=. python benchmarks/action_scaling.py [--envs semi-bandit,linea
           [--horizon 20] [--seeds 64] [--repeats 3] [--max-seconds 300] [--dtype float32] [--json out.json]
           [--figure out.png]
   figure of stored results:  PYTHONPATH=. python benchmarks/action_scaling.py --plot a.json,b.json --figure out.png
+          (a later file's row replaces an earlier one of the same env, d, K and agent)
   quick check:  PYTHONPATH=. python benchmarks/action_scaling.py --dims 3 --arms 10,30 --agents ucb,ts --repeats 1
 
 K is the environment's ``arms`` option: the number of actions, except on ``dueling`` and
@@ -137,7 +138,7 @@ def figure(rows: list, path: str) -> None:
     envs = sorted({r["env"] for r in rows})
     dims = sorted({r["d"] for r in rows})
     fig = Figure(figsize=(3.4 * len(dims), 3.0 * len(envs)), layout="constrained")
-    grid = np.atleast_2d(fig.subplots(len(envs), len(dims), sharey=True, squeeze=False))
+    grid = np.atleast_2d(fig.subplots(len(envs), len(dims), sharex=True, sharey=True, squeeze=False))
     axes = []
     for (i, env), (j, d) in ((a, b) for a in enumerate(envs) for b in enumerate(dims)):
         ax = grid[i, j]
@@ -186,10 +187,12 @@ def main(argv=None):
     if args.plot:
         if not args.figure:
             ap.error("--plot needs --figure")
-        rows = []
+        # A later file's row replaces an earlier one of the same env, d, K and agent.
+        latest = {}
         for path in args.plot.split(","):
             with open(path) as f:
-                rows += json.load(f)["rows"]
+                latest.update({(r["env"], r["d"], r["K"], r["agent"]): r for r in json.load(f)["rows"]})
+        rows = list(latest.values())
         figure(rows, args.figure)
         return {"rows": rows}
     if args.dtype == "float64":
