@@ -58,9 +58,11 @@ O(K^3 r) for H, one K x K Cholesky, and the six trial evaluations of the step ru
 r x r factorisation each). Where every action observes one number (G_i = m_i m_i^T, the
 span's observation rows: a linear bandit, a duelling game), G_i w_b = m_i u_ib with
 U = M W, so H = (2 / (4 lambda)) (U diag(omega) U^T) o (M V^{-1} M^T), plus the phi_i terms
-for gaps Delta (:func:`hessian`): O(K^3 + K^2 r) without the K^2 vectors. The dense form
-takes that route above ``MANY_ACTIONS`` actions where r >= ``ROWS_MIN_RANK``
-(:func:`uses_rows`).
+for gaps Delta (:func:`hessian`): O(K^3 + K^2 r) without the K^2 vectors. Where a few
+actions observe several numbers and the others one (the revealing semi-bandit: its span keeps
+those actions' Gram matrices G_a apart, ``ObservableSpan.multi_actions``), each adds the
+vectors G_a w_b to its row and column of H, O(K^2 r) per such action. The dense form takes
+that route above ``MANY_ACTIONS`` actions where r >= ``ROWS_MIN_RANK`` (:func:`uses_rows`).
 
 Step rule. The centring parameter is Mehrotra's sigma = (m_aff / m)^3, raised when the
 iterate is badly centred (the rule of Vanderbei's LOQO: sigma >= 0.1 min(0.05 (1 - xi) / xi,
@@ -287,13 +289,19 @@ class Pieces(NamedTuple):
 
 
 class RankOne(NamedTuple):
-    """The Hessian's factors where every Gram matrix is an outer product G_i = m_i m_i^T
-    (:func:`hessian`): p_{b,i} = m_i u_ib (+ phi_i for gaps Delta), u_ib = m_i^T w_b."""
+    """The Hessian's factors where every Gram matrix is an outer product G_i = m_i m_i^T but
+    those of a few multi actions a (:func:`hessian`): p_{b,i} = m_i u_ib + [i = a] G_a w_b
+    (+ phi_i for gaps Delta), u_ib = m_i^T w_b (m_a = 0)."""
 
     u: jax.Array  # (K_i, K_b) m_i^T w_b
     mvm: jax.Array  # (K, K) m_i^T V^{-1} m_j
     mvf: jax.Array | None  # (K, K) m_i^T V^{-1} phi_j (gaps Delta; None for Delta_f)
     fvf: jax.Array | None  # (K, K) phi_i^T V^{-1} phi_j (gaps Delta; None for Delta_f)
+    multi: jax.Array | None = None  # (J,) the multi actions a (``ObservableSpan.multi_actions``)
+    e: jax.Array | None = None  # (J, r, K_b) e_ba = G_a w_b
+    ve: jax.Array | None = None  # (J, r, K_b) V^{-1} e_ba
+    mve: jax.Array | None = None  # (J, K_i, K_b) m_i^T V^{-1} e_ba
+    fve: jax.Array | None = None  # (J, K_i, K_b) phi_i^T V^{-1} e_ba (gaps Delta; else None)
 
 
 class InteriorPointState(NamedTuple):
@@ -372,20 +380,32 @@ def _refined_weights(mu, s: ObservableSpan, low, x):
     return w, gw, shortfall
 
 
+def _multi_times(s: ObservableSpan, w):
+    """G_a w_b for the span's multi actions a, (J, r, K_b), or None where it has none."""
+    return None if s.multi_actions is None else jnp.einsum("jkl,lb->jkb", s.multi_grams, w)
+
+
+def _multi_weights(mu, s: ObservableSpan):
+    """mu at the span's multi actions (0 for one a working set's span does not hold: its index
+    is then out of range, :meth:`~e2d_jax.envs.linear.ObservableSpan.take`)."""
+    return mu.at[s.multi_actions].get(mode="fill", fill_value=0.0)
+
+
 def _refined_weights_rows(mu, s: ObservableSpan, low, x):
     """:func:`_refined_weights` where every Gram matrix is an outer product G_pi = m_pi m_pi^T
-    (``s.rows``): G_pi w_b = m_pi u_pi,b with U = M W (K_pi, K_b), so the residual is
-    x_b - M^T (mu * U)_b - null_proj w_b, O(K^2 r) instead of O(K^2 r^2). Returns W, U and the
-    shortfall."""
-    def residual(w, u):
-        return x.T - s.rows.T @ (mu[:, None] * u) - s.null_proj @ w
+    (``s.rows``) but those of a few multi actions a: G_pi w_b = m_pi u_pi,b (+ G_a w_b) with
+    U = M W (K_pi, K_b), so the residual is x_b - M^T (mu * U)_b - sum_a mu_a G_a w_b - null_proj
+    w_b, O(K^2 r) instead of O(K^2 r^2). Returns W, U, the G_a w_b (or None) and the shortfall."""
+    def residual(w, u, e):
+        rest = x.T - s.rows.T @ (mu[:, None] * u) - s.null_proj @ w
+        return rest if e is None else rest - jnp.einsum("j,jkb->kb", _multi_weights(mu, s), e)
 
     w = _linalg.cholesky_solve(low, x.T)
-    w = w + _linalg.cholesky_solve(low, residual(w, s.rows @ w))
-    u = s.rows @ w
-    rho = residual(w, u)
+    w = w + _linalg.cholesky_solve(low, residual(w, s.rows @ w, _multi_times(s, w)))
+    u, e = s.rows @ w, _multi_times(s, w)
+    rho = residual(w, u, e)
     shortfall = jnp.einsum("ib,ib->b", rho, _linalg.cholesky_solve(low, rho))
-    return w, u, shortfall
+    return w, u, e, shortfall
 
 
 def _payoff(s: ObservableSpan, r, lam, w, wgw, gap_type, mu):
@@ -403,22 +423,28 @@ def _payoff(s: ObservableSpan, r, lam, w, wgw, gap_type, mu):
     return payoff, fw, quad @ mu
 
 
-def _rank_one(s: ObservableSpan, low, u, gap_type: str) -> RankOne:
+def _rank_one(s: ObservableSpan, low, u, e, gap_type: str) -> RankOne:
     """The Hessian's factors of :class:`RankOne` at the factor ``low`` of V(mu)."""
     mvm = s.rows @ _linalg.cholesky_solve(low, s.rows.T)
+    multi = {}
+    if e is not None:
+        j, rr, kb = e.shape
+        ve = _linalg.cholesky_solve(low, e.transpose(1, 0, 2).reshape(rr, j * kb)).reshape(rr, j, kb).transpose(1, 0, 2)
+        multi = dict(multi=s.multi_actions, e=e, ve=ve, mve=jnp.einsum("ir,jrb->jib", s.rows, ve),
+                     fve=None if gap_type == "delta_f" else jnp.einsum("ir,jrb->jib", s.features, ve))
     if gap_type == "delta_f":
-        return RankOne(u=u, mvm=mvm, mvf=None, fvf=None)
+        return RankOne(u=u, mvm=mvm, mvf=None, fvf=None, **multi)
     vf = _linalg.cholesky_solve(low, s.features.T)  # (r, K) V^{-1} phi_j
-    return RankOne(u=u, mvm=mvm, mvf=s.rows @ vf, fvf=s.features @ vf)
+    return RankOne(u=u, mvm=mvm, mvf=s.rows @ vf, fvf=s.features @ vf, **multi)
 
 
 def uses_rows(s: ObservableSpan) -> bool:
     """Whether the dense form goes through the observation rows (static): where every action
-    observes one number, on more than ``MANY_ACTIONS`` actions and a span of rank at least
-    ``ROWS_MIN_RANK`` (at smaller r XLA's CPU products with an inner dimension of r make the
-    Gram form the faster one)."""
+    observes one number but a few multi actions (the revealing semi-bandit's), on more than
+    ``MANY_ACTIONS`` actions and a span of rank at least ``ROWS_MIN_RANK`` (at smaller r XLA's
+    CPU products with an inner dimension of r make the Gram form the faster one)."""
     k, rank = s.features.shape
-    return s.one_number and k > MANY_ACTIONS and rank >= ROWS_MIN_RANK
+    return s.rows is not None and k > MANY_ACTIONS and rank >= ROWS_MIN_RANK
 
 
 def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces:
@@ -432,9 +458,11 @@ def evaluate(mu, s: ObservableSpan, r, lam, gap_type: str = "delta_f") -> Pieces
     low = _linalg.psd_cholesky(design_matrix(mu, s))
     x = directions(mu, s, gap_type)
     if uses_rows(s):
-        w, u, shortfall = _refined_weights_rows(mu, s, low, x)
-        wgw = (u ** 2).T  # w_b^T G_pi w_b = (m_pi^T w_b)^2
-        p, one = None, _rank_one(s, low, u, gap_type)
+        w, u, e, shortfall = _refined_weights_rows(mu, s, low, x)
+        wgw = (u ** 2).T  # w_b^T G_pi w_b = (m_pi^T w_b)^2 (+ w_b^T G_a w_b)
+        if e is not None:
+            wgw = wgw.at[:, s.multi_actions].add(jnp.einsum("jkb,kb->bj", e, w), mode="drop")
+        p, one = None, _rank_one(s, low, u, e, gap_type)
     else:
         w, gw, shortfall = _refined_weights(mu, s, low, x)
         wgw = jnp.einsum("bpi,ib->bp", gw, w)  # w_b^T G_pi w_b
@@ -467,13 +495,23 @@ def hessian(weights, pieces: Pieces, lam):
 
     Where every action observes one number (``pieces.one``), p_{b,i} = m_i u_ib (+ phi_i for
     gaps Delta), so the sum is (U diag(weights) U^T) o (M V^{-1} M^T) (+ the phi terms), O(K^3)
-    instead of O(K^3 r)."""
+    instead of O(K^3 r). A multi action a adds e_ba = G_a w_b to p_{b,a}: its row and column
+    gain t_aj = sum_b weights_b e_ba^T V^{-1} (m_j u_jb (+ phi_j)), and the entries between
+    multi actions sum_b weights_b e_ba^T V^{-1} e_ba', O(K^2 r) each."""
     if pieces.one is not None:
         one = pieces.one
         hess = ((one.u * weights[None, :]) @ one.u.T) * one.mvm
         if one.fvf is not None:
             a = one.u @ weights  # sum_b weights_b u_ib
             hess = hess + jnp.sum(weights) * one.fvf + a[:, None] * one.mvf + a[None, :] * one.mvf.T
+        if one.multi is not None:
+            t = jnp.einsum("ib,jib->ji", one.u * weights[None, :], one.mve)
+            if one.fve is not None:
+                t = t + one.fve @ weights
+            # (a working set's span may not hold a multi action: its index is out of range, dropped)
+            hess = hess.at[one.multi, :].add(t, mode="drop").at[:, one.multi].add(t.T, mode="drop")
+            hess = hess.at[one.multi[:, None], one.multi[None, :]].add(
+                jnp.einsum("jrb,lrb,b->jl", one.ve, one.e, weights), mode="drop")
         hess = hess * (2.0 / (4.0 * lam))
         return 0.5 * (hess + hess.T)
     p = pieces.p

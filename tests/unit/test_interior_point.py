@@ -520,14 +520,41 @@ def test_observation_rows_give_the_gram_matrices_answers(gap_type, k, d):
         np.testing.assert_allclose(getattr(sols[0], name), getattr(sols[1], name), rtol=1e-8, atol=1e-10)
 
 
+def _multi_action_spans(rng, k, d, multi=(0, 5)):
+    """A random span whose actions observe one number each but the actions ``multi``, which
+    observe several (random Gram matrices of rank 3; their rows zero, as the revealing
+    semi-bandit's action), with its rows and without them."""
+    feats, rows = rng.normal(size=(k, d)), rng.normal(size=(k, d))
+    rows[list(multi)] = 0.0
+    factors = rng.normal(size=(len(multi), d, 3))
+    grams = np.einsum("ki,kj->kij", rows, rows)
+    grams[list(multi)] += np.einsum("jia,jka->jik", factors, factors)
+    with_rows = ip.symmetrised(observable_span(jnp.asarray(feats), jnp.asarray(grams), rows=jnp.asarray(rows),
+                                               multi_actions=jnp.asarray(multi)))
+    return with_rows, with_rows._replace(rows=None, multi_actions=None, multi_grams=None)
+
+
+@pytest.mark.parametrize("multi", [False, True], ids=["one-number", "multi-action"])
 @pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
-def test_observation_rows_give_the_dense_forms_answers(gap_type):
+def test_observation_rows_give_the_dense_forms_answers(gap_type, multi):
     """The dense form (fewer actions than the factored form needs) through the observation
-    rows: its pieces, its Newton matrix's Hessian and a whole solve equal those through the
-    Gram matrices in float64."""
+    rows, where every action observes one number and where two actions observe several (their
+    Gram matrices kept apart, as the revealing semi-bandit's): its pieces, its Newton matrix's
+    Hessian and a whole solve equal those through the Gram matrices in float64."""
     rng = np.random.default_rng(2)
     k, d = 48, 6
-    with_rows, plain = _one_number_spans(rng, k, d)
+    with_rows, plain = (_multi_action_spans if multi else _one_number_spans)(rng, k, d)
+    assert with_rows.one_number != multi
+    if multi:  # also a working set's span that holds one of the two multi actions
+        sub = np.arange(3, k)
+        rng_sub = np.random.default_rng(3)
+        mu_s, om_s = (jnp.asarray(rng_sub.dirichlet(np.ones(len(sub)))) for _ in range(2))
+        r_s = jnp.asarray(rng_sub.normal(size=len(sub)))
+        a, b = (ip.evaluate(mu_s, s.take(sub), r_s, 0.4, gap_type) for s in (with_rows, plain))
+        assert a.one is not None and b.one is None
+        for name in ("h", "jac", "payoff", "upper"):
+            np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(ip.hessian(om_s, a, 0.4), ip.hessian(om_s, b, 0.4), rtol=1e-10, atol=1e-12)
     r = jnp.asarray(rng.normal(size=k))
     lam = 0.4
     mu = jnp.asarray(rng.dirichlet(np.ones(k)))
