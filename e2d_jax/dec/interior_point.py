@@ -285,7 +285,7 @@ class Pieces(NamedTuple):
     p: jax.Array | None  # (K_b, K_i, r) p_{b,i}, with grad^2 c_b = 2 P_b^T V^{-1} P_b; None with ``one``
     low: jax.Array  # (r, r) Cholesky factor of V(mu)
     upper: jax.Array  # () F(mu) = max_b h_b, or +inf where it cannot be evaluated accurately
-    one: RankOne | None = None  # the Hessian's factors where every action observes one number
+    one: RankOne | None = None  # the Hessian's factors where the dense form goes through the rows (:func:`uses_rows`)
 
 
 class RankOne(NamedTuple):
