@@ -19,10 +19,8 @@ iterations and time.
 
 Run:  PYTHONPATH=. python benchmarks/interior_point_pieces.py --d 30 --arms 1000 [--problems 1]
 
-One problem by default: on jax 0.10.2's CPU backend, the step compiled for four or sixteen
-problems side by side at d = 30, K = 1,000 stopped making progress within its first three calls
-(every thread waiting, nothing running) in each of four runs; for one problem it did not. The
-agents' rollouts, which run the step inside one compiled loop, were not affected.
+Several problems side by side (``--problems``) run as one vmapped program, as the agents'
+seeds do.
 """
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def lapack_work(*shapes) -> int:
 def _in_inline_batches(fn, *args):
     """``fn(*args)`` for operands with one leading batch axis, run on pieces of the batch small
     enough that each LAPACK call of ``fn`` runs in its calling thread (a ``lax.map`` over the
-    pieces; the last piece padded with copies of the first matrix)."""
+    pieces; the last piece padded with copies of the first matrix). ``fn`` may return a tuple."""
     n = args[0].shape[0]
     piece = max(1, (LAPACK_INLINE_WORK - 1) // lapack_work(*(a.shape for a in args)))
     if n <= piece:
@@ -78,11 +78,12 @@ def _in_inline_batches(fn, *args):
     if pad:
         args = [jnp.concatenate([a, jnp.broadcast_to(a[:1], (pad,) + a.shape[1:])]) for a in args]
     out = lax.map(lambda xs: fn(*xs), tuple(a.reshape((steps, piece) + a.shape[1:]) for a in args))
-    return out.reshape((steps * piece,) + out.shape[2:])[:n]
+    return jax.tree_util.tree_map(lambda o: o.reshape((steps * piece,) + o.shape[2:])[:n], out)
 
 
 def lapack_call(fn):
-    """``fn`` (operands (..., m, n) with matching leading axes, one array out) with its LAPACK
+    """``fn`` (operands (..., m, n) with matching leading axes; an array or a tuple of arrays
+    out, each with those leading axes) with its LAPACK
     calls kept below :data:`LAPACK_INLINE_WORK` on CPU: every batch axis, those of ``vmap``
     included, is flattened into one and run in pieces (:func:`_in_inline_batches`). Other
     platforms call ``fn`` as it is. Derivatives (forward and reverse) are those of ``fn``."""
@@ -92,13 +93,14 @@ def lapack_call(fn):
         batch = jnp.broadcast_shapes(*(a.shape[:-2] for a in args))
         flat = [jnp.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:]) for a in args]
         out = _in_inline_batches(fn, *flat)
-        return out.reshape(batch + out.shape[1:])
+        return jax.tree_util.tree_map(lambda o: o.reshape(batch + o.shape[1:]), out)
 
     @pieces.def_vmap
     def _batched(axis_size, in_batched, *args):
         # The new axis joins the operands' own batch axes; the next vmap (if any) comes back here.
         args = [a if batched else jnp.broadcast_to(a, (axis_size,) + a.shape) for a, batched in zip(args, in_batched)]
-        return pieces(*args), True
+        out = pieces(*args)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
 
     @jax.custom_jvp
     def call(*args):
@@ -228,10 +230,36 @@ def _lapack_solve(v, rhs):
     return _lapack_cho_solve(_lapack_cholesky(v), rhs)
 
 
+def _lapack_lu_factor(a):
+    return jax.scipy.linalg.lu_factor(a)
+
+
+def _lapack_lu_solve(lu, piv, b):
+    return jax.scipy.linalg.lu_solve((lu, piv[..., 0]), b)
+
+
 #: The LAPACK forms as the library calls them (in batches below ``LAPACK_INLINE_WORK`` on CPU).
 _library_solve = lapack_call(_lapack_solve)
 _library_cholesky = lapack_call(_lapack_cholesky)
 _library_cho_solve = lapack_call(_lapack_cho_solve)
+_library_lu_factor = lapack_call(_lapack_lu_factor)
+_library_lu_solve = lapack_call(_lapack_lu_solve)
+
+
+def lu_factor(a: jax.Array):
+    """LU factorisation with partial pivoting of a square ``a`` (..., p, p), as
+    ``jax.scipy.linalg.lu_factor`` computes it, in batches below ``LAPACK_INLINE_WORK`` on CPU
+    (:func:`lapack_call`): the factors and the pivots (..., p, 1) for :func:`lu_solve`."""
+    lu, piv = _library_lu_factor(a)
+    return lu, piv[..., None]
+
+
+def lu_solve(factors, b: jax.Array) -> jax.Array:
+    """The solution of ``a x = b`` for one right-hand side ``b`` (..., p) from
+    :func:`lu_factor`'s ``factors`` (as ``jax.scipy.linalg.lu_solve``, in batches below
+    ``LAPACK_INLINE_WORK`` on CPU)."""
+    lu, piv = factors
+    return _library_lu_solve(lu, piv, b[..., None])[..., 0]
 
 
 def psd_cholesky(v: jax.Array, reciprocal: bool = False, library: bool = False) -> jax.Array:

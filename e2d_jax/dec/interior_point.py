@@ -724,7 +724,7 @@ def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r
     dg = zm + state.ridge * diag
     scaled = basis_l / dg[:, None]
     p = core.shape[0]
-    lu = jax.scipy.linalg.lu_factor(jnp.eye(p, dtype=dtype) + core @ (basis_l.T @ scaled))
+    lu = _linalg.lu_factor(jnp.eye(p, dtype=dtype) + core @ (basis_l.T @ scaled))
 
     # The right-hand sides are solved one vector at a time: products with one vector of K
     # entries run as matrix-vector products, where a (K, 2) block contracted over K runs
@@ -734,7 +734,7 @@ def _newton_solver_factored(state: InteriorPointState, lam, s: ObservableSpan, r
 
     def once(b):
         db = b / dg
-        return db - scaled @ jax.scipy.linalg.lu_solve(lu, core @ (db @ basis_l))
+        return db - scaled @ _linalg.lu_solve(lu, core @ (db @ basis_l))
 
     def solve_vec(rhs):  # two steps of iterative refinement
         y = once(rhs)

@@ -64,9 +64,9 @@ def _gather(stack, index):
     return jax.tree_util.tree_map(lambda x: jnp.take(x, index, axis=0), stack)
 
 
-#: LAPACK kernels whose batches :func:`lapack_blocks_threads` sizes (Cholesky factorisation,
-#: triangular solve); any other LAPACK call counts as large.
-_SIZED_LAPACK = ("potrf", "trsm")
+#: LAPACK kernels whose batches :func:`lapack_blocks_threads` sizes (Cholesky and LU
+#: factorisations, triangular solve); any other LAPACK call counts as large.
+_SIZED_LAPACK = ("potrf", "getrf", "trsm")
 #: Below this many multiply-adds (a bound on each kernel's own measure of a batch's work) a
 #: batched LAPACK call runs in its calling thread.
 _LAPACK_INLINE_WORK = _linalg.LAPACK_INLINE_WORK
@@ -81,7 +81,7 @@ def lapack_blocks_threads(program_text: str) -> bool:
     waiting, and never finish. A batch whose work is below ``_LAPACK_INLINE_WORK`` runs in
     the calling thread and cannot block; the library's own calls are cut into such batches
     (:func:`e2d_jax._linalg.lapack_call`), so this finds the large calls of one's own code. This bounds each
-    Cholesky factorisation and triangular solve by batch x m x n x max(m, n) multiply-adds
+    Cholesky or LU factorisation and triangular solve by batch x m x n x max(m, n) multiply-adds
     from its operand shapes in the StableHLO text; any other LAPACK call counts as large.
     """
     for line in program_text.splitlines():

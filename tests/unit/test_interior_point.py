@@ -589,6 +589,24 @@ def test_linear_bandits_keep_their_observation_rows():
     np.testing.assert_allclose(rank_one.at[semi.multi_actions].add(semi.multi_grams), semi.grams, atol=1e-12)
 
 
+def test_the_factored_newton_system_runs_its_lapack_calls_in_inline_batches():
+    """The factored form's LU factorisation and solves, for problems side by side (vmap), are cut
+    into batches that run in their calling threads: a program of several problems at d = 30,
+    K = 1,000 whose batched LU calls waited on XLA's thread pool stopped, every thread waiting.
+    Checked on the lowered program of 16 problems with r = 7 and K = 64 (factored; the whole
+    batch of 29 x 29 factorisations is above ``LAPACK_INLINE_WORK``)."""
+    from e2d_jax.sim.execute import lapack_blocks_threads
+
+    def one(key):
+        s = ip.symmetrised(envs.linear_bandit(key, 7, 64).model.span)
+        return s, s.features @ jnp.ones(s.features.shape[-1], s.features.dtype)
+
+    s, r = jax.vmap(one)(jax.random.split(jax.random.PRNGKey(0), 16))
+    assert ip.use_factored(64, s.features.shape[-1], "delta_f")
+    text = jax.jit(jax.vmap(lambda s, r: ip.solve(s, r, 0.6, maxiter=3))).lower(s, r).as_text()
+    assert "getrf" in text and not lapack_blocks_threads(text)
+
+
 def test_thousand_actions_in_float32_are_certified():
     """A linear bandit with d = 10 and 1,000 actions at the E2D agent's lambda for n = 20
     (close to a G-optimal design: the optimum spreads over ~55 actions), solved in float32

@@ -173,8 +173,8 @@ def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
     """Host-device slices run at once unless a LAPACK call may wait on XLA's thread pool: the
     library's own solves and factorisations are cut into batches that do not (the linear DEC's
     at the Experiment 2 shape and at 1,000 lanes, TS's Cholesky factors at d = 30), so their
-    slices run at once; a large batched call of one's own and any unsized LAPACK call (an
-    eigendecomposition) one slice at a time."""
+    slices run at once, and so do the interior point's LU factorisations; a large batched call of
+    one's own and any unsized LAPACK call (an eigendecomposition) one slice at a time."""
     def text(fn, *shapes):
         return jax.jit(jax.vmap(fn)).lower(*[jnp.ones(s, jnp.float32) for s in shapes]).as_text()
 
@@ -185,6 +185,9 @@ def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
     assert lapack_blocks_threads(text(jnp.linalg.cholesky, (CPU_LANES, 30, 30)))
     assert lapack_blocks_threads(text(lambda v: jnp.linalg.eigh(v)[0], (CPU_LANES, 3, 3)))
     assert not lapack_blocks_threads(text(_linalg.psd_solve, (CPU_LANES, 3, 3), (CPU_LANES, 3, 3)))
+    lu = text(lambda a, b: _linalg.lu_solve(_linalg.lu_factor(a), b), (CPU_LANES, 30, 30), (CPU_LANES, 30))
+    assert "getrf" in lu and not lapack_blocks_threads(lu)
+    assert lapack_blocks_threads(text(lambda a: jax.scipy.linalg.lu_factor(a)[0], (CPU_LANES, 30, 30)))
 
 
 def test_instance_and_run_streams_are_distinct():
