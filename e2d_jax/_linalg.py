@@ -255,10 +255,12 @@ def lu_factor(a: jax.Array):
 
 
 def lu_solve(factors, b: jax.Array) -> jax.Array:
-    """The solution of ``a x = b`` for one right-hand side ``b`` (..., p) from
-    :func:`lu_factor`'s ``factors`` (as ``jax.scipy.linalg.lu_solve``, in batches below
-    ``LAPACK_INLINE_WORK`` on CPU)."""
+    """The solution of ``a x = b`` from :func:`lu_factor`'s ``factors`` of ``a`` (..., p, p), for
+    one right-hand side ``b`` (..., p) or several (..., p, k) (as ``jax.scipy.linalg.lu_solve``,
+    in batches below ``LAPACK_INLINE_WORK`` on CPU)."""
     lu, piv = factors
+    if b.ndim == lu.ndim:
+        return _library_lu_solve(lu, piv, b)
     return _library_lu_solve(lu, piv, b[..., None])[..., 0]
 
 

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from e2d_jax import _linalg
 from e2d_jax.estimators import ridge
 
 #: Damped Newton steps a round (from the previous round's estimate).
@@ -77,7 +78,7 @@ def _curvature(f, obs_matrices, plays, reg):
 def _newton_step(f, obs_matrices, plays, wins, reg):
     p, hess = _curvature(f, obs_matrices, plays, reg)
     grad = jnp.einsum("km,kmd->d", plays[:, None] * p - wins, obs_matrices) + reg * f
-    step = jnp.linalg.solve(hess, grad)
+    step = _linalg.lu_solve(_linalg.lu_factor(hess), grad)
     trial = f[None, :] - jnp.asarray(_STEP_SIZES, f.dtype)[:, None] * step[None, :]
     values = jax.vmap(loss, in_axes=(0, None, None, None, None))(trial, obs_matrices, plays, wins, reg)
     values = jnp.where(jnp.isfinite(values), values, jnp.inf)
@@ -87,7 +88,7 @@ def _newton_step(f, obs_matrices, plays, wins, reg):
 def hessian_inverse(f, obs_matrices, plays, reg):
     """H^{-1}: the inverse Hessian of L at f."""
     _, hess = _curvature(f, obs_matrices, plays, reg)
-    h_inv = jnp.linalg.inv(hess)
+    h_inv = _linalg.lu_solve(_linalg.lu_factor(hess), jnp.eye(hess.shape[-1], dtype=hess.dtype))
     return 0.5 * (h_inv + h_inv.T)
 
 

@@ -113,9 +113,10 @@ def test_lapack_calls_in_pieces_equal_one_call_bit_for_bit():
 
 
 def test_lu_factors_and_solves_in_pieces_equal_the_kernels_bit_for_bit():
-    """The LU factorisation and its solve (the interior point's factored Newton system), for a
-    batch above LAPACK_INLINE_WORK under vmap and nested vmap, give the bits of
-    jax.scipy.linalg's kernels on each matrix, and solve the systems."""
+    """The LU factorisation and its solve (the interior point's factored Newton system, the
+    logistic estimator's Newton step and inverse Hessian), for a batch above LAPACK_INLINE_WORK
+    under vmap and nested vmap, give the bits of jax.scipy.linalg's kernels and of
+    jnp.linalg.inv on each matrix, and solve the systems."""
     a = jax.random.normal(jax.random.key(5), (6, 8, 30, 30), jnp.float32) + 6.0 * jnp.eye(30, dtype=jnp.float32)
     b = jax.random.normal(jax.random.key(6), (6, 8, 30), jnp.float32)
     assert 48 * _linalg.lapack_work(a.shape) > _linalg.LAPACK_INLINE_WORK
@@ -125,6 +126,8 @@ def test_lu_factors_and_solves_in_pieces_equal_the_kernels_bit_for_bit():
         lambda a, b: jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), b))))(a, b)
     np.testing.assert_array_equal(np.asarray(ours), np.asarray(kernels))
     np.testing.assert_array_equal(np.asarray(flat), np.asarray(kernels))
+    inverse = jax.jit(jax.vmap(lambda a: _linalg.lu_solve(_linalg.lu_factor(a), jnp.eye(30, dtype=a.dtype))))
+    np.testing.assert_array_equal(np.asarray(inverse(a[0])), np.asarray(jax.jit(jnp.linalg.inv)(a[0])))
     x64 = np.linalg.solve(np.asarray(a, np.float64), np.asarray(b, np.float64)[..., None])[..., 0]
     np.testing.assert_allclose(np.asarray(ours), x64, rtol=1e-4, atol=1e-5)
 

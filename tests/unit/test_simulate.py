@@ -14,6 +14,7 @@ from e2d_jax.agents.e2d import anytime_e2d
 from e2d_jax.agents.ts import thompson_sampling
 from e2d_jax.agents.ucb import ucb
 from e2d_jax.envs import linear
+from e2d_jax.estimators import logistic
 from e2d_jax.sim.rollout import KEY_BLOCK, instance_key, record_rounds, rollout, run_keys
 from e2d_jax.sim import execute
 from e2d_jax.sim.execute import lapack_blocks_threads
@@ -173,7 +174,8 @@ def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
     """Host-device slices run at once unless a LAPACK call may wait on XLA's thread pool: the
     library's own solves and factorisations are cut into batches that do not (the linear DEC's
     at the Experiment 2 shape and at 1,000 lanes, TS's Cholesky factors at d = 30), so their
-    slices run at once, and so do the interior point's LU factorisations; a large batched call of
+    slices run at once, and so do the interior point's and the logistic estimator's LU
+    factorisations; a large batched call of
     one's own and any unsized LAPACK call (an eigendecomposition) one slice at a time."""
     def text(fn, *shapes):
         return jax.jit(jax.vmap(fn)).lower(*[jnp.ones(s, jnp.float32) for s in shapes]).as_text()
@@ -188,6 +190,13 @@ def test_only_large_lapack_batches_run_host_slices_one_at_a_time():
     lu = text(lambda a, b: _linalg.lu_solve(_linalg.lu_factor(a), b), (CPU_LANES, 30, 30), (CPU_LANES, 30))
     assert "getrf" in lu and not lapack_blocks_threads(lu)
     assert lapack_blocks_threads(text(lambda a: jax.scipy.linalg.lu_factor(a)[0], (CPU_LANES, 30, 30)))
+    # The logistic estimator's Newton step and inverse Hessian (preference feedback) at d = 30.
+    newton = text(lambda f, m, n, w: logistic._newton_step(f, m, n, w, 1.0), (CPU_LANES, 30), (CPU_LANES, 6, 1, 30),
+                  (CPU_LANES, 6), (CPU_LANES, 6, 1))
+    inverse = text(lambda f, m, n: logistic.hessian_inverse(f, m, n, 1.0), (CPU_LANES, 30), (CPU_LANES, 6, 1, 30),
+                   (CPU_LANES, 6))
+    assert "getrf" in newton and not lapack_blocks_threads(newton)
+    assert "getrf" in inverse and not lapack_blocks_threads(inverse)
 
 
 def test_instance_and_run_streams_are_distinct():
