@@ -29,17 +29,21 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent / "helpers"))
 
+from xla_options import FAST_FLAGS  # noqa: E402
+
 jax.config.update("jax_enable_x64", True)
 os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test_cache_"))
 
-#: XLA's CPU backend optimisation level of the default run (``-m 'not slow'``): level 0. The
-#: tests' problems are small, so compiling, not running, takes their time, and the default run
-#: is shorter at level 0 than at level 1; the few tests whose processes run long sweeps compile
-#: those processes at level 1 (``procs.cli_env(long_run=True)``).
-#: Every tolerance holds at any level; the slow run (any other ``-m``) compiles as users do,
-#: and is where the per-seed invariance across device counts is checked. ``E2D_JAX_TEST_XLA``
-#: replaces the flag.
-FAST_COMPILE = os.environ.get("E2D_JAX_TEST_XLA", "--xla_backend_optimization_level=0")
+#: XLA's CPU flags of the default run (``-m 'not slow'``): optimisation level 0 and the loop
+#: emitters for fusions (``xla_options.FAST_FLAGS``). The tests' problems are small, so
+#: compiling, not running, takes their time, and the default run takes about half as long as at
+#: level 1 with them; the few tests whose processes run long sweeps compile those processes at
+#: level 1 (``procs.cli_env(long_run=True)``). Every tolerance holds with any flags; tests that
+#: compare bits across programs compile those with users' fusion code
+#: (``xla_options.AS_USERS_FUSE``). The slow run (any other ``-m``) compiles as users do, and is
+#: where the per-seed invariance across device counts is checked. ``E2D_JAX_TEST_XLA``
+#: replaces the flags.
+FAST_COMPILE = os.environ.get("E2D_JAX_TEST_XLA", FAST_FLAGS)
 
 
 def pytest_configure(config):

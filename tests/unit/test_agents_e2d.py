@@ -14,6 +14,7 @@ from e2d_jax.dec import solvers as S
 from e2d_jax.envs import linear
 from e2d_jax.sim.rollout import rollout, run_keys
 from e2d_jax.sim.simulate import simulate
+from xla_options import AS_USERS_FUSE
 
 EXP1 = linear.semi_bandit(jax.random.key(0), 3, 10, dtype=jnp.float32)
 
@@ -54,7 +55,8 @@ def test_divergence_conversion():
     params = linear.semi_bandit(jax.random.key(4), 3, 5, sigma=0.5, dtype=jnp.float64)
     kl = anytime_e2d(divergence="kl")
     sq = anytime_e2d(divergence="squared", eps2_schedule=lambda t: 2 * 0.25 * 3 / t)
-    run = lambda a: jax.jit(lambda k: rollout(k, params, a, horizon=40, record_every=1))(jax.random.key(0))
+    run = lambda a: jax.jit(lambda k: rollout(k, params, a, horizon=40, record_every=1),  # noqa: E731
+                            compiler_options=AS_USERS_FUSE)(jax.random.key(0))
     a, b = run(kl), run(sq)
     np.testing.assert_array_equal(a.action_counts, b.action_counts)
     np.testing.assert_allclose(a.info.value, b.info.value, rtol=1e-10)
@@ -121,9 +123,16 @@ CONFORMANCE = [(a, e) for a in ("ucb", "ts", "anytime-e2d", "e2d") for e in sort
 # The grid solvers compile a batched solve per lambda: one environment each keeps the run short.
 CONFORMANCE += [("anytime-e2d-delta", "semi"), ("anytime-e2d-paper", "semi-d>K")]
 CONFORMANCE += [("ucb-anytime", "semi"), ("ucb-anytime", "mab")]
+#: The default run: each agent on two environments, each environment under at least two
+#: agents; the rest of the grid runs under -m slow.
+CONFORMANCE_DEFAULT = {("ucb", "mab"), ("ucb", "semi-d>K"), ("ts", "linear"), ("ts", "semi"),
+                       ("anytime-e2d", "semi"), ("anytime-e2d", "semi-d>K"), ("e2d", "linear"), ("e2d", "mab"),
+                       ("anytime-e2d-delta", "semi"), ("anytime-e2d-paper", "semi-d>K"),
+                       ("ucb-anytime", "semi"), ("ucb-anytime", "mab")}
 
 
-@pytest.mark.parametrize("agent_name, env_name", CONFORMANCE)
+@pytest.mark.parametrize("agent_name, env_name", [
+    pytest.param(*case, marks=() if case in CONFORMANCE_DEFAULT else pytest.mark.slow) for case in CONFORMANCE])
 def test_conformance(agent_name, env_name):
     """jit + vmap over seeds, stable shapes and dtypes, deterministic, finite."""
     params = ENVS[env_name](jnp.float32)

@@ -32,6 +32,7 @@ from e2d_jax.envs import linear, zoo
 from e2d_jax.envs.linear import ObservableSpan
 from e2d_jax.sim.rollout import rollout, run_keys
 from e2d_jax.types import Status, WarmStart
+from xla_options import AS_USERS_FUSE
 
 AGENT_BUDGET = S.Saddle(maxiter=10, rtol=1e-3, check_every=10, kernel="xla")  # ten steps, one certificate (as "fast")
 LOOP_BUDGET = S.Saddle(maxiter=100, rtol=1e-3, check_every=25, kernel="xla")  # four checks, lanes stop apart
@@ -114,7 +115,6 @@ def _differences(a, b):
 # (a) single solves against dec.linear
 
 
-CASES = [(kind, form) for kind in ("exp1", "end_of_optimism") for form in ("acdec", "offset")]
 
 
 @pytest.mark.parametrize("kind, form", [("exp1", "acdec"), ("end_of_optimism", "offset-delta"),
@@ -146,7 +146,9 @@ def test_float64_loops_stop_where_the_xla_loop_stops(kind, form):
             assert np.max(diff) < 1e-5, (start, name, np.max(diff))
 
 
-@pytest.mark.parametrize("kind, form", CASES)
+@pytest.mark.parametrize("kind, form", [("exp1", "acdec"), ("end_of_optimism", "offset"),
+                                        pytest.param("exp1", "offset", marks=pytest.mark.slow),
+                                        pytest.param("end_of_optimism", "acdec", marks=pytest.mark.slow)])
 def test_float32_solves_equal_the_xla_solver_to_rounding(kind, form):
     """float32, the agents' budget, cold and warm started: the same status (>= 97% of 128
     problems) and iterations, and differences no larger than XLA's own when f_hat moves by one
@@ -195,8 +197,8 @@ def _layout_case():
     different checks), one of them with a NaN estimate; their answers in one batch."""
     p = _problems("exp1", "acdec", 64, jnp.float32)
     f_hat_r = p.f_hat_r.at[7].set(jnp.nan)
-    full = jax.jit(jax.vmap(lambda s, f, e: fused.solve_acdec(s, f, e, LOOP_BUDGET, interpret=True)[0]))(
-        p.span, f_hat_r, p.param)
+    full = jax.jit(jax.vmap(lambda s, f, e: fused.solve_acdec(s, f, e, LOOP_BUDGET, interpret=True)[0]),
+                   compiler_options=AS_USERS_FUSE)(p.span, f_hat_r, p.param)
     return p.span, f_hat_r, p.param, full
 
 
@@ -214,11 +216,11 @@ def test_layout_invariance():
     assert np.all(np.asarray(full.status)[np.arange(64) != 7] != Status.NONFINITE)
     assert len(set(np.asarray(full.iterations).tolist())) > 1
     solve = lambda s, f, e: fused.solve_acdec(s, f, e, LOOP_BUDGET, interpret=True)[0]  # noqa: E731
-    alone = jax.jit(solve)
+    alone = jax.jit(solve, compiler_options=AS_USERS_FUSE)
     for i in (0, 7, 63):
         _assert_same(alone(jax.tree_util.tree_map(lambda x: x[i], span), f_hat_r[i], param[i]), full, i, f"alone {i}")
     nest = lambda x: x.reshape((8, 8) + x.shape[1:])  # noqa: E731
-    grid = jax.jit(jax.vmap(jax.vmap(solve)))(jax.tree_util.tree_map(nest, span), nest(f_hat_r), nest(param))
+    grid = jax.jit(jax.vmap(jax.vmap(solve)), compiler_options=AS_USERS_FUSE)(jax.tree_util.tree_map(nest, span), nest(f_hat_r), nest(param))
     _assert_same(jax.tree_util.tree_map(lambda x: x.reshape((64,) + x.shape[2:]), grid), full, slice(None), "nested")
 
 
@@ -230,11 +232,11 @@ def test_layout_invariance_more():
     steps: see the module docstring)."""
     span, f_hat_r, param, full = _layout_case()
     solve = lambda s, f, e, block=None: fused.solve_acdec(s, f, e, LOOP_BUDGET, interpret=True, block=block)[0]  # noqa: E731
-    pair = jax.jit(jax.vmap(solve))(jax.tree_util.tree_map(lambda x: x[6:8], span), f_hat_r[6:8], param[6:8])
+    pair = jax.jit(jax.vmap(solve), compiler_options=AS_USERS_FUSE)(jax.tree_util.tree_map(lambda x: x[6:8], span), f_hat_r[6:8], param[6:8])
     _assert_same(pair, full, slice(6, 8), "pair")
-    eights = jax.jit(jax.vmap(functools.partial(solve, block=8)))(span, f_hat_r, param)
-    alone = jax.jit(functools.partial(solve, block=8))(jax.tree_util.tree_map(lambda x: x[63], span), f_hat_r[63],
-                                                       param[63])
+    eights = jax.jit(jax.vmap(functools.partial(solve, block=8)), compiler_options=AS_USERS_FUSE)(span, f_hat_r, param)
+    alone = jax.jit(functools.partial(solve, block=8), compiler_options=AS_USERS_FUSE)(
+        jax.tree_util.tree_map(lambda x: x[63], span), f_hat_r[63], param[63])
     _assert_same(alone, eights, 63, "alone, blocks of 8")
     real = np.arange(64) != 7
     assert np.mean(np.asarray(eights.status) == np.asarray(full.status)) >= 0.9
@@ -329,8 +331,9 @@ def _self_agreement(env, agent_name, budget) -> int:
 
 
 @pytest.mark.parametrize("env, agent_name, budget", [
-    ("exp1", "anytime", "ten"), ("end_of_optimism", "anytime", "ten"), ("exp1", "fixed", "ten"),
-    ("exp1", "anytime", "tracking"), ("end_of_optimism", "anytime", "tracking"),
+    ("exp1", "anytime", "ten"), ("exp1", "fixed", "ten"), ("end_of_optimism", "anytime", "tracking"),
+    pytest.param("end_of_optimism", "anytime", "ten", marks=pytest.mark.slow),
+    pytest.param("exp1", "anytime", "tracking", marks=pytest.mark.slow),
     pytest.param("end_of_optimism", "fixed", "ten", marks=pytest.mark.slow)])
 def test_rollouts_play_the_same_actions(env, agent_name, budget):
     """float32, 64 seeds x 200 rounds, the same keys: the same action on >= 99% of rounds,
@@ -360,8 +363,9 @@ def test_rollouts_play_the_same_actions(env, agent_name, budget):
 
 
 @pytest.mark.parametrize("env, agent_name, budget", [
-    ("exp1", "anytime", "ten"), ("end_of_optimism", "anytime", "ten"),
-    ("exp1", "anytime", "tracking"), ("end_of_optimism", "anytime", "tracking"),
+    ("exp1", "anytime", "ten"), ("end_of_optimism", "anytime", "tracking"),
+    pytest.param("end_of_optimism", "anytime", "ten", marks=pytest.mark.slow),
+    pytest.param("exp1", "anytime", "tracking", marks=pytest.mark.slow),
     pytest.param("exp1", "fixed", "ten", marks=pytest.mark.slow)])
 def test_float64_rollouts_are_the_same(env, agent_name, budget):
     """float64, 64 seeds x 200 rounds: every action and every status the same, and the

@@ -88,14 +88,13 @@ INSTANCES = {
     (10, 3): [_instance("semi", 3, 10, 3), _instance("linear", 3, 10, 4), _instance("semi", 3, 10, 5)],
     (10, 30): [_instance("semi", 30, 10, 6), _instance("linear", 30, 10, 7), _instance("semi", 30, 10, 8)],
 }
-# A compile per cell (up to ~10 s for K = 10 at the tests' XLA level): the default run has
-# (3, 2) in full, two cells of (10, 3) and one of (10, 30) (every gap type and dtype at K = 10);
-# the rest of the matrix runs under -m slow.
+# A compile per cell (up to ~20 s for K = 10 at the tests' XLA level): the default run has one
+# cell per shape and gap type, every dtype at least once; the rest of the matrix runs under
+# -m slow.
 _ALL = [(shape, gap, dtype) for shape in INSTANCES for gap in ("delta_f", "delta")
         for dtype in (jnp.float32, jnp.float64)]
-CELLS = [cell for cell in _ALL if cell[0] == (3, 2)] + [
-    ((10, 3), "delta_f", jnp.float32), ((10, 3), "delta", jnp.float64),
-    ((10, 30), "delta", jnp.float32)]
+CELLS = [((3, 2), "delta_f", jnp.float32), ((3, 2), "delta", jnp.float64),
+         ((10, 3), "delta_f", jnp.float32), ((10, 30), "delta", jnp.float32)]
 SLOW_CELLS = [cell for cell in _ALL if cell not in CELLS]
 
 
@@ -348,7 +347,7 @@ def test_argument_errors():
         ip.solve(span, jnp.zeros(3), 1.0, maxiter=2.5)
 
 
-@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+@pytest.mark.parametrize("gap_type", [pytest.param("delta_f", marks=pytest.mark.slow), "delta"])
 def test_working_set_matches_cvxpy_and_the_plain_method(gap_type):
     """On 48 actions, a working set of 32 is certified on the program over all actions: its
     value within 1e-4 of cvxpy's optimum, its lower bound below it, and the same value as the
@@ -414,8 +413,12 @@ def test_working_set_settles_before_it_changes_on_many_actions():
     assert 0.0 < float(ws.lower_bound) <= float(ws.value) <= float(ws.lower_bound) * (1 + 1e-3) / (1 - 1e-3)
 
 
-@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
-@pytest.mark.parametrize("working", [32, 48], ids=["working-set", "plain"])
+# The plain method on 48 actions is checked in float64 above and in float32 on 1,000 actions
+# below; the default run keeps the working set with the Delta_f gaps.
+@pytest.mark.parametrize("gap_type,working", [
+    ("delta_f", 32), pytest.param("delta", 32, marks=pytest.mark.slow),
+    pytest.param("delta_f", 48, marks=pytest.mark.slow), pytest.param("delta", 48, marks=pytest.mark.slow)],
+    ids=["working-set-delta_f", "working-set-delta", "plain-delta_f", "plain-delta"])
 def test_many_actions_in_float32_are_certified_against_cvxpy(gap_type, working):
     """48 actions in float32 (the simulator's default precision), on a working set of 32 and
     by the plain method (with the restricted game's lower bound): certified (status OK at rtol 1e-3), the value within 2e-3 of
@@ -436,7 +439,7 @@ def test_many_actions_in_float32_are_certified_against_cvxpy(gap_type, working):
         assert float(ws.value) - ref <= float(ws.gap) + 1e-5 * abs(ref)
 
 
-@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+@pytest.mark.parametrize("gap_type", [pytest.param("delta_f", marks=pytest.mark.slow), "delta"])
 def test_factored_form_matches_the_dense_form(gap_type):
     """The factored pieces (Jacobian B L^T, Hessian L C2 L^T, the certificate's game values)
     equal the dense ones in float64, and both forms solve a problem to the same optimum."""
@@ -481,7 +484,7 @@ def _one_number_spans(rng, k, d):
     return with_rows, with_rows._replace(rows=None)
 
 
-@pytest.mark.parametrize("gap_type,k,d", [("delta_f", 80, 4), ("delta", 80, 4),
+@pytest.mark.parametrize("gap_type,k,d", [pytest.param("delta_f", 80, 4, marks=pytest.mark.slow), ("delta", 80, 4),
                                           pytest.param("delta_f", 1100, 16, marks=pytest.mark.slow)])
 def test_observation_rows_give_the_gram_matrices_answers(gap_type, k, d):
     """Where every action observes one number, the span's observation rows stand in for the
@@ -534,8 +537,10 @@ def _multi_action_spans(rng, k, d, multi=(0, 5)):
     return with_rows, with_rows._replace(rows=None, multi_actions=None, multi_grams=None)
 
 
-@pytest.mark.parametrize("multi", [False, True], ids=["one-number", "multi-action"])
-@pytest.mark.parametrize("gap_type", ["delta_f", "delta"])
+@pytest.mark.parametrize("gap_type,multi", [
+    ("delta_f", True), ("delta", False),
+    pytest.param("delta_f", False, marks=pytest.mark.slow), pytest.param("delta", True, marks=pytest.mark.slow)],
+    ids=["delta_f-multi-action", "delta-one-number", "delta_f-one-number", "delta-multi-action"])
 def test_observation_rows_give_the_dense_forms_answers(gap_type, multi):
     """The dense form (fewer actions than the factored form needs) through the observation
     rows, where every action observes one number and where two actions observe several (their
