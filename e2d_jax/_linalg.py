@@ -83,10 +83,10 @@ def _in_inline_batches(fn, *args):
 
 def lapack_call(fn):
     """``fn`` (operands (..., m, n) with matching leading axes; an array or a tuple of arrays
-    out, each with those leading axes) with its LAPACK
-    calls kept below :data:`LAPACK_INLINE_WORK` on CPU: every batch axis, those of ``vmap``
-    included, is flattened into one and run in pieces (:func:`_in_inline_batches`). Other
-    platforms call ``fn`` as it is. Derivatives (forward and reverse) are those of ``fn``."""
+    out, each with those leading axes) with its LAPACK calls kept below
+    :data:`LAPACK_INLINE_WORK` on CPU: every batch axis, those of ``vmap`` included, is
+    flattened into one and run in pieces (:func:`_in_inline_batches`). Other platforms call
+    ``fn`` as it is. Derivatives (forward and reverse) are those of ``fn``."""
 
     @jax.custom_batching.custom_vmap
     def pieces(*args):

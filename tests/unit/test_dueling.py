@@ -83,9 +83,11 @@ CASES = [  # (name, features, grams, gap types whose program is finite)
 ]
 
 
-# The 16-action case (both gap types, 40 s on a 2-core CPU) runs with the slow marker.
+# The 16-action case (both gap types, 40 s on a 2-core CPU) and the localized game (whose offset
+# DEC the default run checks below) run with the slow marker.
 @pytest.mark.parametrize("name, feats, grams, gap_types",
-                         [pytest.param(*c, marks=pytest.mark.slow) if c[0] == "dueling k=4 d=2" else c for c in CASES],
+                         [pytest.param(*c, marks=pytest.mark.slow) if c[0] in ("dueling k=4 d=2", "localized d=4")
+                          else c for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_acdec_on_globally_observable_games_matches_reference(name, feats, grams, gap_types):
     rng = np.random.default_rng(len(name))

@@ -68,7 +68,7 @@ def _fit_online(params, actions, outcomes, reg):
     return jax.lax.scan(step, state, (jnp.asarray(actions), jnp.asarray(outcomes)))
 
 
-@pytest.mark.parametrize("reg", [1.0, 0.1])
+@pytest.mark.parametrize("reg", [1.0, pytest.param(0.1, marks=pytest.mark.slow)])
 def test_logistic_estimate_matches_cvxpy_along_the_run(reg):
     """Five warm-started Newton steps a round keep f_hat at the minimiser: within 1e-6 of
     cvxpy's solution on the raw history (Clarabel at 1e-12) at rounds 5, 40 and 300, and
