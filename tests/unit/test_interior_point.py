@@ -88,8 +88,8 @@ INSTANCES = {
     (10, 3): [_instance("semi", 3, 10, 3), _instance("linear", 3, 10, 4), _instance("semi", 3, 10, 5)],
     (10, 30): [_instance("semi", 30, 10, 6), _instance("linear", 30, 10, 7), _instance("semi", 30, 10, 8)],
 }
-# A compile per cell (up to ~20 s for K = 10 at the tests' XLA level): the default run has one
-# cell per shape and gap type, every dtype at least once; the rest of the matrix runs under
+# A compile per cell (up to ~20 s for K = 10 at the tests' XLA level): the default run has four
+# cells, every shape, gap type and dtype at least once; the rest of the matrix runs under
 # -m slow.
 _ALL = [(shape, gap, dtype) for shape in INSTANCES for gap in ("delta_f", "delta")
         for dtype in (jnp.float32, jnp.float64)]
@@ -413,11 +413,11 @@ def test_working_set_settles_before_it_changes_on_many_actions():
     assert 0.0 < float(ws.lower_bound) <= float(ws.value) <= float(ws.lower_bound) * (1 + 1e-3) / (1 - 1e-3)
 
 
-# The plain method on 48 actions is checked in float64 above and in float32 on 1,000 actions
-# below; the default run keeps the working set with the Delta_f gaps.
+# The default run has the working set with gaps Delta_f and the plain (dense) method with gaps
+# Delta.
 @pytest.mark.parametrize("gap_type,working", [
     ("delta_f", 32), pytest.param("delta", 32, marks=pytest.mark.slow),
-    pytest.param("delta_f", 48, marks=pytest.mark.slow), pytest.param("delta", 48, marks=pytest.mark.slow)],
+    pytest.param("delta_f", 48, marks=pytest.mark.slow), ("delta", 48)],
     ids=["working-set-delta_f", "working-set-delta", "plain-delta_f", "plain-delta"])
 def test_many_actions_in_float32_are_certified_against_cvxpy(gap_type, working):
     """48 actions in float32 (the simulator's default precision), on a working set of 32 and
@@ -537,10 +537,12 @@ def _multi_action_spans(rng, k, d, multi=(0, 5)):
     return with_rows, with_rows._replace(rows=None, multi_actions=None, multi_grams=None)
 
 
+# The default run has both gap types with multi actions (the one-number terms of gaps Delta are
+# also in test_derivatives_match_autodiff).
 @pytest.mark.parametrize("gap_type,multi", [
-    ("delta_f", True), ("delta", False),
-    pytest.param("delta_f", False, marks=pytest.mark.slow), pytest.param("delta", True, marks=pytest.mark.slow)],
-    ids=["delta_f-multi-action", "delta-one-number", "delta_f-one-number", "delta-multi-action"])
+    ("delta_f", True), ("delta", True),
+    pytest.param("delta_f", False, marks=pytest.mark.slow), pytest.param("delta", False, marks=pytest.mark.slow)],
+    ids=["delta_f-multi-action", "delta-multi-action", "delta_f-one-number", "delta-one-number"])
 def test_observation_rows_give_the_dense_forms_answers(gap_type, multi):
     """The dense form (fewer actions than the factored form needs) through the observation
     rows, where every action observes one number and where two actions observe several (their

@@ -132,7 +132,7 @@ def test_lu_factors_and_solves_in_pieces_equal_the_kernels_bit_for_bit():
     np.testing.assert_allclose(np.asarray(ours), x64, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("d", [pytest.param(10, marks=pytest.mark.slow), 30])
+@pytest.mark.parametrize("d", [10, 30])
 def test_lapack_calls_differentiate_as_the_library_kernels(d):
     """Gradients (reverse mode, under vmap too) and forward-mode Jacobians through the
     LAPACK-backed solve and factor equal those of jax.scipy's kernels in float64."""
