@@ -36,9 +36,9 @@ os.environ.setdefault("E2D_JAX_CACHE_DIR", tempfile.mkdtemp(prefix="e2d_jax_test
 
 #: XLA's CPU flags of the default run (``-m 'not slow'``): optimisation level 0 and the loop
 #: emitters for fusions (``xla_options.FAST_FLAGS``). The tests' problems are small, so
-#: compiling, not running, takes their time, and the default run takes about half as long as at
-#: level 1 with them; the few tests whose processes run long sweeps compile those processes at
-#: level 1 (``procs.cli_env(long_run=True)``). Every tolerance holds with any flags; tests that
+#: compiling, not running, takes their time: the loop emitters halve the compiles of level 0
+#: alone. The few tests whose processes run long sweeps compile those processes at level 1
+#: (``procs.cli_env(long_run=True)``). Every tolerance holds with any flags; tests that
 #: compare bits across programs compile those with users' fusion code
 #: (``xla_options.AS_USERS_FUSE``). The slow run (any other ``-m``) compiles as users do, and is
 #: where the per-seed invariance across device counts is checked. ``E2D_JAX_TEST_XLA``
