@@ -114,12 +114,18 @@ def run(step: Callable, state, *, steps: int, done: Callable, halted: Callable |
     return state
 
 
-def solve(solver, problem, carry=None, *, rtol=None, atol=None) -> tuple[DecResult, object]:
+def solve(solver, problem, carry=None, *, rtol=None, atol=None, known=None) -> tuple[DecResult, object]:
     """``solver`` run on ``problem`` from ``carry``: ``(DecResult, carry)``.
 
     ``rtol`` and ``atol`` replace the solver's own tolerances (they may be traced, e.g. an inner
     solve's tolerance that scales with its lambda); the problem's rounding floor
     (``problem.floor()``) is added to ``atol``.
+
+    ``known`` (a :class:`~e2d_jax.types.DecResult` of the same problem, e.g. another method's
+    answer, and its carry) continues from that answer's certificate: the steps run only while
+    the best of both certificates misses the tolerance (so a problem it already certifies takes
+    none), and the result is the better upper bound's answer with the higher lower bound of
+    the two (both are valid for the one program), its iterations the sum.
     """
     rtol = solver.rtol if rtol is None else rtol
     atol = solver.atol if atol is None else atol
@@ -127,13 +133,48 @@ def solve(solver, problem, carry=None, *, rtol=None, atol=None) -> tuple[DecResu
     if floor is not None:
         atol = atol + floor
     work = solver.prepare(problem, carry)
-    state = solver.init(work)
-    state = run(lambda s: solver.step(work, s), state, steps=solver.steps(work),
-                done=lambda s: converged(*solver.bounds(work, s), rtol, atol),
+    if known is None:
+        state = solver.init(work)
+        done = lambda s: converged(*solver.bounds(work, s), rtol, atol)  # noqa: E731
+    else:
+        # Only a problem the known answer leaves short starts: the first state is built in a
+        # loop of at most one pass (under vmap it runs only where some problem of the batch
+        # needs it), the others keep a placeholder that is never read.
+        need = ~converged(known[0].value, known[0].lower_bound, rtol, atol)
+        placeholder = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype),
+                                             jax.eval_shape(lambda: solver.init(work)))
+        state, _ = lax.while_loop(lambda c: need & ~c[1], lambda c: (solver.init(work), jnp.ones((), bool)),
+                                  (placeholder, jnp.zeros((), bool)))
+        done = lambda s: ~need | converged(*_best_bounds(known[0], *solver.bounds(work, s)), rtol, atol)  # noqa: E731
+    state = run(lambda s: solver.step(work, s), state, steps=solver.steps(work), done=done,
                 halted=lambda s: solver.halted(work, s), min_steps=solver.min_steps(work),
                 early_stop=solver.early_stops(), count=solver.counter(work))
     answer = solver.answer(work, state)
+    if known is not None:
+        answer = _better(known, answer, need)
     result = DecResult(mu=answer.mu, lam=answer.lam, value=answer.value, lower_bound=answer.lower,
                        gap=answer.value - answer.lower, iterations=answer.iterations,
                        status=status(answer, rtol, atol), omega=answer.omega)
     return result, answer.carry
+
+
+def _best_bounds(known: DecResult, upper, lower):
+    """The lowest finite upper bound and the highest finite lower bound of ``known`` and these."""
+    upper = jnp.where(jnp.isfinite(known.value) & ~(upper <= known.value), known.value, upper)
+    lower = jnp.where(jnp.isfinite(known.lower_bound) & ~(lower >= known.lower_bound), known.lower_bound, lower)
+    return upper, lower
+
+
+def _better(known, answer: Answer, used) -> Answer:
+    """``answer`` combined with the earlier ``known = (DecResult, carry)`` of the same program
+    where ``used``, else the earlier answer."""
+    result, carry = known
+    value, lower = _best_bounds(result, answer.value, answer.lower)
+    value = jnp.where(used, value, result.value)
+    lower = jnp.where(used, lower, result.lower_bound)
+    keep = ~used | (value != answer.value)  # the earlier answer's upper bound is the better one
+    pick = lambda old, new: jax.tree_util.tree_map(lambda o, n: jnp.where(keep, o, n), old, new)  # noqa: E731
+    return Answer(mu=pick(result.mu, answer.mu), omega=pick(result.omega, answer.omega),
+                  lam=pick(result.lam, answer.lam), value=value, lower=lower,
+                  iterations=result.iterations + jnp.where(used, answer.iterations, 0), carry=pick(carry, answer.carry),
+                  finite=jnp.where(keep, result.status != Status.NONFINITE, answer.finite))

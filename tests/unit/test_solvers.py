@@ -206,6 +206,30 @@ def test_status_is_set_from_the_certificate():
     assert int(loop.status(answer._replace(finite=jnp.asarray(False)), 1e-3, 0.0)) == Status.NONFINITE
 
 
+def test_a_solve_continued_from_a_known_answer_keeps_the_better_bounds():
+    """``loop.solve(..., known=...)`` under vmap on two copies of one program: where the known
+    answer is certified the result is that answer, untouched and with no further iterations;
+    where it is not (250 mirror-prox steps) the interior-point steps continue, and the result
+    has the better of both bounds, its value the objective of its mu, certified, the
+    iterations of both."""
+    problem = _problem("linear", "offset", "delta_f")
+    ref = _reference("linear", "offset", "delta_f")
+    solver = S.InteriorPoint(maxiter=40, rtol=1e-8)
+    good, good_carry = solver.solve(problem)
+    weak, weak_carry = S.Saddle(maxiter=250, rtol=1e-8, check_every=250).solve(problem)
+    assert int(good.status) == Status.OK and int(weak.status) == Status.MAX_ITER
+    both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), (good, good_carry), (weak, weak_carry))
+    out, _ = jax.vmap(lambda known: loop.solve(solver, problem, known=known))(both)
+    for field in ("mu", "omega", "value", "lower_bound", "iterations", "status"):
+        np.testing.assert_array_equal(np.asarray(getattr(out, field))[0], np.asarray(getattr(good, field)))
+    cont = jax.tree_util.tree_map(lambda x: x[1], out)
+    assert int(cont.status) == Status.OK
+    assert float(cont.value) <= float(weak.value) and float(cont.lower_bound) >= float(weak.lower_bound)
+    assert float(cont.lower_bound) <= ref * (1 + SLACK["offset"]) and float(cont.value) >= ref * (1 - SLACK["offset"])
+    assert abs(float(cont.value) - _objective("linear", "offset", "delta_f", cont.mu, LAM)) <= 1e-9 * abs(ref)
+    assert int(cont.iterations) > int(weak.iterations)
+
+
 # --------------------------------------------------------------------------------------
 # The authors' solve
 
