@@ -6,7 +6,7 @@ builds what the program needs once (its gradients and certificate, from the prob
 ``step`` advances it (a block of mirror-prox or Frank-Wolfe steps and a certificate, a Newton
 iteration, a round of the lambda search), ``bounds`` reads the state's certificate (the exact
 objective of its best point and a certified lower bound on the optimum) and ``answer`` the
-result. :func:`solve` runs any of them:
+result. :func:`solve` runs any of them, from scratch or continuing another solve's answer (``known``):
 
 * the steps run until the certified gap meets the tolerance, ``upper - lower <= rtol |upper| +
   atol`` (``atol`` including the program's rounding floor), until the solver halts (a
@@ -121,8 +121,8 @@ def solve(solver, problem, carry=None, *, rtol=None, atol=None, known=None) -> t
     solve's tolerance that scales with its lambda); the problem's rounding floor
     (``problem.floor()``) is added to ``atol``.
 
-    ``known`` (a :class:`~e2d_jax.types.DecResult` of the same problem, e.g. another method's
-    answer, and its carry) continues from that answer's certificate: the steps run only while
+    ``known``, the ``(DecResult, carry)`` of an earlier solve of the same problem (e.g. another
+    method's), continues from that answer's certificate: the steps run only while
     the best of both certificates misses the tolerance (so a problem it already certifies takes
     none), and the result is the better upper bound's answer with the higher lower bound of
     the two (both are valid for the one program), its iterations the sum.

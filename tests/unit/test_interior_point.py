@@ -721,10 +721,10 @@ def test_duelling_pairs_in_float32_are_certified_on_a_second_set():
         return L.solve_offset(span32, f @ span32.basis, jnp.float32(lam), solver)[0]
 
     f32 = jnp.asarray(f_hats, jnp.float32)
-    plain = jax.jit(jax.vmap(lambda f: solve(S.InteriorPoint(maxiter=20, rtol=1e-3, working_set=k), f)))(f32)
     sols = jax.jit(jax.vmap(lambda f: solve(S.E2D_ROUND.replace(working_set=k), f)))(f32)
     assert (np.asarray(sols.status) == Status.OK).all(), np.asarray(sols.gap / sols.value)
-    assert (np.asarray(plain.status) != Status.OK).any(), "the plain method certifies all: nothing continues here"
+    # Iterations beyond the plain method's 20 are the second run's: some problems needed it.
+    assert (np.asarray(sols.iterations) > S.E2D_ROUND.maxiter).any(), "nothing continued on the second set"
     for i in range(n):
         value = _objective_numpy(sols.mu[i], feats, grams, f_hats[i], lam, "delta_f")
         assert value <= float(refs.lower[i]) * (1 + 1e-3)
