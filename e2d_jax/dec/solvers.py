@@ -529,8 +529,8 @@ class InteriorPoint(Solver):
         are the same either way.
       working_set: the number of actions the Newton steps run on (None: as above; K or more:
         all of them, the plain method).
-      second_set: where the plain method on more actions than this and than ``MANY_ACTIONS``
-        ends short of the tolerance, up to ``second_maxiter`` more iterations of the method on a
+      second_set: where the plain method in its factored form on more than
+        ``PLAIN_MAX_ACTIONS`` actions ends short of the tolerance, up to ``second_maxiter`` more iterations of the method on a
         working set of ``second_set`` actions, started from its answer and certified on all of
         them (:meth:`continues`); the answer is the better upper bound of the two with the
         higher lower bound, both valid for the one program, so a problem the plain method
@@ -576,13 +576,17 @@ class InteriorPoint(Solver):
     def continues(self, num_actions: int, rank: int, gap_type: str = "delta_f") -> bool:
         """Whether a solve of ``num_actions`` actions and span dimension ``rank`` continues on
         ``second_set`` actions where the plain method leaves it uncertified (static): the plain
-        method runs (no smaller working set), on more actions than ``second_set`` and than
-        ``MANY_ACTIONS``, and ``second_set`` can hold an optimum
-        (:func:`~e2d_jax.dec.interior_point.support_bound`)."""
+        method runs (no smaller working set) in its factored form
+        (:func:`~e2d_jax.dec.interior_point.use_factored`) on more actions than ``second_set``
+        and than :data:`~e2d_jax.dec.working_set.PLAIN_MAX_ACTIONS`, and ``second_set`` can hold
+        an optimum (:func:`~e2d_jax.dec.interior_point.support_bound`). Up to
+        ``PLAIN_MAX_ACTIONS`` the plain method runs where a set may not serve, and compiling the
+        set's program besides it would double its first call."""
         if self.second_set is None:
             return False
         plain = working_set.size(num_actions, rank, self.working_set, gap_type) >= num_actions
-        return (plain and num_actions > max(self.second_set, interior_point.MANY_ACTIONS)
+        return (plain and num_actions > max(self.second_set, working_set.PLAIN_MAX_ACTIONS)
+                and interior_point.use_factored(num_actions, rank, gap_type)
                 and self.second_set >= interior_point.support_bound(rank, gap_type))
 
     def sized_for(self, model, gap_type: str = "delta_f") -> "InteriorPoint":
