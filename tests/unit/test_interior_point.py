@@ -693,6 +693,25 @@ def test_short_steps_on_many_actions_do_not_halt_the_method():
     assert np.mean(np.asarray(sol.status) == int(Status.OK)) >= 0.95
 
 
+def test_the_second_set_runs_only_after_the_factored_form_on_many_actions():
+    """E2D's round solver continues on a set of 32 only where the plain method runs its
+    factored form on more than ``PLAIN_MAX_ACTIONS`` actions and 32 can hold an optimum."""
+    from e2d_jax.dec import solvers as S
+    from e2d_jax.dec import working_set
+
+    def continues(k, r, gap_type="delta_f"):
+        return S.E2D_ROUND.replace(working_set=k).continues(k, r, gap_type)
+
+    assert continues(1024, 3) and continues(1000, 6) and continues(1000, 7) and continues(129, 3)
+    assert not continues(working_set.PLAIN_MAX_ACTIONS, 3)  # the plain method where a set may not serve
+    assert not continues(100, 6)  # dense or not, up to PLAIN_MAX_ACTIONS
+    assert not continues(1000, 8)  # a set of 32 cannot hold an optimum: support bound 38
+    assert not continues(1000, 7, "delta")  # support bound 37 under gaps Delta
+    assert not S.E2D_ROUND.replace(working_set=32).continues(1000, 3)  # a working set, not the plain method
+    assert not S.InteriorPoint(working_set=1000).continues(1000, 3)  # no second set
+
+
+@pytest.mark.slow
 def test_duelling_pairs_in_float32_are_certified_on_a_second_set():
     """The duelling game with 32 base arms (1,024 pair actions, d = 3) at the E2D agent's lambda
     for n = 20, f_hat = f* + N(0, 0.3^2 I), 8 problems in float32 from a cold start. The plain
