@@ -530,9 +530,9 @@ class InteriorPoint(Solver):
       working_set: the number of actions the Newton steps run on (None: as above; K or more:
         all of them, the plain method).
       second_set: where the plain method in its factored form on more than
-        ``PLAIN_MAX_ACTIONS`` actions ends short of the tolerance, up to ``second_maxiter`` more iterations of the method on a
-        working set of ``second_set`` actions, started from its answer and certified on all of
-        them (:meth:`continues`); the answer is the better upper bound of the two with the
+        ``PLAIN_MAX_ACTIONS`` actions ends short of the tolerance, up to ``second_maxiter``
+        more iterations of the method on a working set of ``second_set`` actions, started from
+        its answer and certified on all of them (:meth:`continues`); the answer is the better upper bound of the two with the
         higher lower bound, both valid for the one program, so a problem the plain method
         certifies is unchanged. None (the default): no second run. On some programs the plain
         method's float32 iterate stalls 1e-3 to 4e-3 above the optimum (an optimum spread over
@@ -563,6 +563,8 @@ class InteriorPoint(Solver):
                 V.check_int(name, getattr(self, name), minimum=2)
 
     def solve(self, problem, carry=None, *, rtol=None, atol=None):
+        """:meth:`Solver.solve`, continued on ``second_set`` actions where :meth:`continues`
+        (from the first run's answer, :func:`e2d_jax.dec.loop.solve` with ``known``)."""
         self.check(problem.family, problem.program, problem.gap_type)
         first = loop.solve(self, problem, carry, rtol=rtol, atol=atol)
         k, rank = problem.span.features.shape
