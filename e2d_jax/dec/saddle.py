@@ -199,19 +199,26 @@ def step(grads, state: SaddleState) -> SaddleState:
 
 def certify(certificate, state: SaddleState) -> SaddleState:
     """Certificates at the last iterate and at the average, then of the best mu so far against
-    the averaged max player (often the tightest lower bound); keeps the best of each bound."""
-    best_mu, best_om, upper, lower = state.best_mu, state.best_omega, state.upper, state.lower
-    aux = state.best_aux
-    for mu, om in ((jnp.exp(state.log_mu), jnp.exp(state.log_omega)), (state.mu_avg, state.omega_avg)):
+    the averaged max player (often the tightest lower bound); keeps the best of each bound.
+    The three run in turn in a loop whose body holds the certificate, which a program so
+    traces and compiles once (it is most of a block's operations)."""
+    mus = jnp.stack([jnp.exp(state.log_mu), state.mu_avg])
+    omegas = jnp.stack([jnp.exp(state.log_omega), state.omega_avg])
+
+    def check(i, bests):
+        best_mu, best_om, upper, lower, aux = bests
+        last = i == 2  # the best mu against the averaged max player: its lower bound only
+        mu = jnp.where(last, best_mu, mus[jnp.minimum(i, 1)])
+        om = omegas[jnp.minimum(i, 1)]
         up, lo, *extra = certificate(mu, om)
-        better = up < upper
-        best_mu = jnp.where(better, mu, best_mu)
-        best_om = jnp.where(better, om, best_om)
-        upper = jnp.where(better, up, upper)
+        better = (up < upper) & ~last
+        keep = lambda new, old: jnp.where(better, new, old)  # noqa: E731
         lower = jnp.maximum(lower, jnp.where(jnp.isfinite(lo), lo, lower))
-        aux = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new, old), tuple(extra), aux)
-    _, lo, *_ = certificate(best_mu, state.omega_avg)
-    lower = jnp.maximum(lower, jnp.where(jnp.isfinite(lo), lo, lower))
+        return keep(mu, best_mu), keep(om, best_om), keep(up, upper), lower, jax.tree_util.tree_map(
+            keep, tuple(extra), aux)
+
+    best_mu, best_om, upper, lower, aux = lax.fori_loop(
+        0, 3, check, (state.best_mu, state.best_omega, state.upper, state.lower, tuple(state.best_aux)))
     return state._replace(best_mu=best_mu, best_omega=best_om, upper=upper, lower=lower, best_aux=aux)
 
 

@@ -293,7 +293,7 @@ def _rollouts(env, agent_name, dtype, seeds=64, horizon=200, budget=AGENT_BUDGET
 
     keys = run_keys(0, np.arange(seeds))
     run = lambda kernel: jax.jit(jax.vmap(lambda k: rollout(  # noqa: E731
-        k, params, _recording(agent(kernel)), horizon=horizon, record_every=1)))(keys)
+        k, params, _recording(agent(kernel)), horizon=horizon, record_every=1)), compiler_options=AS_USERS_FUSE)(keys)
     return run("xla"), run("pallas")
 
 
