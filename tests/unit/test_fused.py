@@ -292,6 +292,8 @@ def _rollouts(env, agent_name, dtype, seeds=64, horizon=200, budget=AGENT_BUDGET
         return e2d_linear.fixed_horizon_e2d(horizon=horizon, solver=solver)
 
     keys = run_keys(0, np.arange(seeds))
+    # Both compiled with users' fusion code: the share of rounds with the same action is a
+    # matter of rounding, which is that of the programs users run.
     run = lambda kernel: jax.jit(jax.vmap(lambda k: rollout(  # noqa: E731
         k, params, _recording(agent(kernel)), horizon=horizon, record_every=1)), compiler_options=AS_USERS_FUSE)(keys)
     return run("xla"), run("pallas")
