@@ -26,11 +26,16 @@ rounds, the compiled program of ``e2d_jax.sim.simulate.rollout_program`` (``--la
 side by side), compiled ahead of time (``lower().compile()``, the compile seconds), then one
 warm call and the median of ``--repeats`` timed calls, as seconds per seed-round; with the
 fraction of flagged rounds (the solver's status ``MAX_ITER``: the certified gap above its
-tolerance). Each dtype (``--dtypes``) is measured in a child process of its own (float64 needs
-JAX's x64 mode from the start).
+tolerance). Unlike the authors' round, e2d_jax's is not fixed work: the solver runs until its
+certificate, so its cost depends on the round t, and the authors' 2n differs between K; so each
+K is timed again at one horizon for all K (``--common-horizon``, 20 rounds), which is the
+horizon its growth in K is read from. Each dtype (``--dtypes``) is measured in a child process
+of its own (float64 needs JAX's x64 mode from the start).
 
 The growth of a round's cost from the smallest to the largest K is the ratio of the per-round
-costs (and the exponent p in cost ~ K^p through those two points).
+costs (and the exponent p in cost ~ K^p through those two points). The printout: one block per
+agent, a line per side (pm-ids; e2d_jax per dtype, seeds and horizon), the seconds per round at
+each K and the growth.
 
 Run:  python benchmarks/authors_round_time.py --run-authors /path/to/pm-ids --python /path/to/their/python \\
           --arms 10,100,1000 --dims 3 --json benchmarks/results/cpu-2core/authors_round_time.json
@@ -171,7 +176,7 @@ def measure_ours(configs: list, dtype: str, lanes: list, repeats: int, instance_
     for cfg in configs:
         features, theta = instance_arrays(instance_seed, cfg["d"], cfg["K"])
         params = linear_side_observation(features, features, theta, sigma=1.0, dtype=dtype)
-        horizon = 2 * cfg["n"]
+        horizon = cfg["horizon"]
         for num in lanes:
             agent = agents[cfg["agent"]](horizon)
             fn, fargs = rollout_program(params, agent, horizon=horizon, record_every=1, lanes=num)
@@ -187,7 +192,7 @@ def measure_ours(configs: list, dtype: str, lanes: list, repeats: int, instance_
             run_s = float(np.median(times))
             counts = np.asarray(out.solver.status_counts).sum(axis=0)
             row = {"agent": cfg["agent"], "d": cfg["d"], "K": cfg["K"], "dtype": dtype, "seeds": num,
-                   "horizon": horizon, "compile_s": compile_s, "runs_s": [float(t) for t in times],
+                   "horizon": horizon, "pass": cfg["pass"], "compile_s": compile_s, "runs_s": [float(t) for t in times],
                    "s_per_seed_round": run_s / (num * horizon),
                    "flagged": float(counts[Status.MAX_ITER] / counts.sum()),
                    "iterations_per_round": float(np.mean(np.asarray(out.info.iterations)))
@@ -197,7 +202,10 @@ def measure_ours(configs: list, dtype: str, lanes: list, repeats: int, instance_
             print(f"e2d_jax  {cfg['agent']:12s} d={cfg['d']:<3d} K={cfg['K']:<6d} {dtype} seeds={num:<3d} "
                   f"horizon={horizon:<4d} {row['s_per_seed_round']:10.4g} s/seed-round  compile "
                   f"{compile_s:6.1f} s  flagged {row['flagged']:.1%}", flush=True)
-    return {"jax": jax.__version__, "e2d_jax": e2d_jax.__version__, "device": str(jax.devices()[0]), "rows": rows}
+    from e2d_jax.experiments.provenance import source_digest
+
+    return {"jax": jax.__version__, "e2d_jax": e2d_jax.__version__, "e2d_jax_source": source_digest(),
+            "device": str(jax.devices()[0]), "rows": rows}
 
 
 def run_ours(args, configs: list) -> dict:
@@ -232,40 +240,40 @@ def growth(costs: dict) -> dict | None:
 
 
 def summarise(store: dict) -> list:
+    """Prints the table (seconds per round; e2d_jax per seed-round) and returns the growth rows."""
     authors = {(r["agent"], r["d"], r["K"]): r for r in store.get("authors", {}).get("rows", [])}
     ours = {}
     for dtype, part in store.get("e2d_jax", {}).get("by_dtype", {}).items():
         for r in part["rows"]:
-            ours[(r["agent"], r["d"], r["K"], dtype, r["seeds"])] = r
-    columns = [("authors", None, None)] + [("e2d_jax", dt, s) for dt in store.get("e2d_jax", {}).get("by_dtype", {})
-                                           for s in store["e2d_jax"]["lanes"]]
-    lines = []
-    header = f"{'agent':12s} {'d':>3s} {'K':>6s} {'n':>4s} " + " ".join(
-        f"{'pm-ids s/round':>15s}" if who == "authors" else f"{f'f{dt[-2:]} {s} seed':>15s}" for who, dt, s in columns)
-    print("\nseconds per round (e2d_jax: per seed-round, median of the timed calls; its horizon 2n)")
-    print(header)
-    growths = []
+            ours[(r["agent"], r["d"], r["K"], dtype, r["seeds"], r.get("pass", "2n"))] = r
+    dtypes = list(store.get("e2d_jax", {}).get("by_dtype", {}))
+    lanes = store.get("e2d_jax", {}).get("lanes", [])
+    passes = sorted({key[5] for key in ours}) or ["2n"]
+    columns = [("authors", None, None, None)] + [("e2d_jax", dt, s, ps) for ps in passes for dt in dtypes
+                                                 for s in lanes]
     keys = sorted({(a, d) for a, d, _ in authors} | {(a, d) for a, d, *_ in ours})
+    growths = []
+    print("\nseconds per round: pm-ids from two horizons n and 2n; e2d_jax per seed-round, median of the timed "
+          "calls, at horizon 2n ('2n') and at one horizon for every K ('common')")
     for agent, d in keys:
         ks = sorted({k for a, dd, k in authors if (a, dd) == (agent, d)}
                     | {key[2] for key in ours if key[:2] == (agent, d)})
-        per_col = {c: {} for c in columns}
-        for k in ks:
-            cells = []
-            n = authors.get((agent, d, k), {}).get("n")
-            for c in columns:
-                who, dt, s = c
-                r = authors.get((agent, d, k)) if who == "authors" else ours.get((agent, d, k, dt, s))
-                v = None if r is None else (r["s_per_round"] if who == "authors" else r["s_per_seed_round"])
-                per_col[c][k] = v
-                cells.append(f"{v:15.3e}" if v is not None else f"{'-':>15s}")
-            print(f"{agent:12s} {d:3d} {k:6d} {n if n else '-':>4} " + " ".join(cells))
-        cells = []
+        print(f"\n{agent}, d = {d}")
+        print(f"{'':31s} " + " ".join(f"{'K=' + str(k):>11s}" for k in ks) + f" {'growth':>16s}")
         for c in columns:
-            g = growth(per_col[c])
-            growths.append({"agent": agent, "d": d, "side": c[0], "dtype": c[1], "seeds": c[2], **(g or {})})
-            cells.append(f"{'x%.3g (K^%.2f)' % (g['ratio'], g['exponent']):>15s}" if g else f"{'-':>15s}")
-        print(f"{agent:12s} {d:3d} {'growth':>11s} " + " ".join(cells))
+            who, dt, lane, ps = c
+            costs = {}
+            for k in ks:
+                r = authors.get((agent, d, k)) if who == "authors" else ours.get((agent, d, k, dt, lane, ps))
+                costs[k] = None if r is None else (r["s_per_round"] if who == "authors" else r["s_per_seed_round"])
+            if all(v is None for v in costs.values()):
+                continue
+            g = growth(costs)
+            growths.append({"agent": agent, "d": d, "side": who, "dtype": dt, "seeds": lane, "pass": ps,
+                            "s_per_round": {str(k): v for k, v in costs.items()}, **(g or {})})
+            name = "pm-ids (float64)" if who == "authors" else f"e2d_jax {dt} {lane:>2d} seed {ps}"
+            cells = " ".join(f"{v:11.3e}" if v is not None else f"{'-':>11s}" for v in costs.values())
+            print(f"{name:31s} {cells} {('x%.3g (K^%.2f)' % (g['ratio'], g['exponent'])) if g else '-':>16s}")
     return growths
 
 
@@ -307,6 +315,8 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="float32,float64")
     ap.add_argument("--lanes", default="1,16", help="e2d_jax's seeds side by side, each a compiled program")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--common-horizon", type=int, default=20,
+                    help="also time e2d_jax at this horizon for every K (0: only at the authors' 2n)")
     ap.add_argument("--no-ours", action="store_true", help="only the authors' side")
     ap.add_argument("--json", default=None, help="results; with no --run-authors, the authors' timings are read here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -353,6 +363,9 @@ def main(argv=None):
     if not configs:  # no authors' timings: e2d_jax at the default rounds
         configs = [{"agent": a, "d": d, "K": k, "n": rounds_for(a, k, args.rounds.get(a))}
                    for d in args.dims for a in args.agents for k in args.arms]
+    # The authors' horizon 2n, then (--common-horizon) one horizon for every K.
+    configs = [{**c, "pass": "2n", "horizon": 2 * c["n"]} for c in configs] + (
+        [{**c, "pass": "common", "horizon": args.common_horizon} for c in configs] if args.common_horizon else [])
     if not args.no_ours:
         store["e2d_jax"] = run_ours(args, configs)
     store["growth"] = summarise(store)
