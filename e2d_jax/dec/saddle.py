@@ -241,38 +241,61 @@ def blocks(maxiter: int, check_every: int) -> tuple[int, int]:
     return check_every, max(1, -(-maxiter // check_every))
 
 
-#: Step lengths of :func:`exchange`'s line search toward the best response.
+#: Step lengths of :func:`certify_exchange`'s line search toward the best response.
 EXCHANGE_STEPS = (0.5, 0.2, 0.05)
 
 
-def exchange(grads, certificate, state: SaddleState) -> SaddleState:
-    """A line search from the best mu toward the min player's best response to the averaged
-    max player (the action with the smallest gradient), on the exact objective: the
-    candidates (1 - gamma) mu + gamma e_j for gamma in ``EXCHANGE_STEPS``; the best one that
-    improves the upper bound becomes the best mu and the iterate (multiplicative steps move
-    mass onto an action the iterate holds at a fraction of a percent only slowly)."""
-    g_mu, _ = grads(state.best_mu, state.omega_avg)
-    j = jnp.argmin(g_mu)
-    gammas = jnp.asarray(EXCHANGE_STEPS, state.best_mu.dtype)
-    vertex = jax.nn.one_hot(j, state.best_mu.shape[0], dtype=state.best_mu.dtype)
-    cands = (1.0 - gammas[:, None]) * state.best_mu[None, :] + gammas[:, None] * vertex[None, :]
-    outs = jax.vmap(lambda m: certificate(m, state.omega_avg))(cands)
-    ups = outs[0]
-    i = jnp.argmin(jnp.where(jnp.isfinite(ups), ups, jnp.inf))
-    better = ups[i] < state.upper
-    mu = cands[i]
-    aux = jax.tree_util.tree_map(lambda new, old: jnp.where(better, new[i], old), tuple(outs[2:]), state.best_aux)
-    _, log_mu = floor_simplex(mu)
-    return state._replace(best_mu=jnp.where(better, mu, state.best_mu), upper=jnp.where(better, ups[i], state.upper),
-                          log_mu=jnp.where(better, log_mu, state.log_mu), best_aux=aux)
+def certify_exchange(grads, certificate, state: SaddleState) -> SaddleState:
+    """:func:`certify` followed by a line search from the best mu toward the min player's best
+    response to the averaged max player (the action j with the smallest gradient), on the exact
+    objective: the candidates (1 - gamma) mu + gamma e_j for gamma in ``EXCHANGE_STEPS``
+    (multiplicative steps move mass onto an action the iterate holds at a fraction of a percent
+    only slowly).
+
+    Two passes of a loop whose body holds the certificate once, vmapped over three mixtures (a
+    program so traces and compiles one copy): the first certifies the last iterate and the
+    average against their max players, and the best mu so far against the averaged max player
+    (its lower bound only); the second the three candidates from the best mu after the first,
+    against the averaged max player. Each pass keeps the lowest upper bound with its mu and
+    the highest lower bound (every pair's bound is valid); a candidate that lowers the upper
+    bound also becomes the iterate."""
+    dtype, k = state.best_mu.dtype, state.best_mu.shape[0]
+    gammas = jnp.asarray(EXCHANGE_STEPS, dtype)[:, None]
+    checked = jnp.stack([jnp.exp(state.log_mu), state.mu_avg, state.best_mu])
+    against = jnp.stack([jnp.exp(state.log_omega), state.omega_avg, state.omega_avg])
+    averaged = jnp.broadcast_to(state.omega_avg, against.shape)
+    lower_only = jnp.arange(3) == 2
+
+    def check(i, bests):
+        best_mu, best_om, upper, lower, aux, moved = bests
+        line = i == 1
+        g_mu, _ = grads(best_mu, state.omega_avg)
+        vertex = jax.nn.one_hot(jnp.argmin(g_mu), k, dtype=dtype)
+        mus = jnp.where(line, (1.0 - gammas) * best_mu[None, :] + gammas * vertex[None, :], checked)
+        oms = jnp.where(line, averaged, against)
+        ups, los, *extra = jax.vmap(certificate)(mus, oms)
+        ups = jnp.where(jnp.isfinite(ups) & (line | ~lower_only), ups, jnp.inf)
+        lower = jnp.maximum(lower, jnp.max(jnp.where(jnp.isfinite(los), los, -jnp.inf)))
+        j = jnp.argmin(ups)
+        better = ups[j] < upper
+        keep = lambda new, old: jnp.where(better, new, old)  # noqa: E731
+        aux = jax.tree_util.tree_map(lambda new, old: keep(new[j], old), tuple(extra), aux)
+        return (keep(mus[j], best_mu), keep(oms[j], best_om), keep(ups[j], upper), lower, aux,
+                moved | (better & line))
+
+    best_mu, best_om, upper, lower, aux, moved = lax.fori_loop(
+        0, 2, check, (state.best_mu, state.best_omega, state.upper, state.lower, tuple(state.best_aux),
+                      jnp.zeros((), bool)))
+    _, log_mu = floor_simplex(best_mu)
+    return state._replace(best_mu=best_mu, best_omega=best_om, upper=upper, lower=lower, best_aux=aux,
+                          log_mu=jnp.where(moved, log_mu, state.log_mu))
 
 
 def block(grads, certificate, state: SaddleState, check_every: int, exchange_steps: bool = False) -> SaddleState:
-    """``check_every`` iterations, then the certificate (:func:`certify`) and, with
-    ``exchange_steps``, the line search of :func:`exchange`."""
+    """``check_every`` iterations, then the certificate (:func:`certify`; with
+    ``exchange_steps``, :func:`certify_exchange`)."""
     state = lax.fori_loop(0, check_every, lambda _, x: step(grads, x), state)
-    state = certify(certificate, state)
-    return exchange(grads, certificate, state) if exchange_steps else state
+    return certify_exchange(grads, certificate, state) if exchange_steps else certify(certificate, state)
 
 
 def certified(state) -> jax.Array:

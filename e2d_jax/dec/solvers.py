@@ -250,7 +250,7 @@ class Saddle(Solver):
         optimal support moves between solves a pure warm start needs more steps than a cold
         one; the mixture keeps every action within a few steps of coming back.
       exchange: after every certificate, a line search from the best mixture toward the min
-        player's best response on the exact objective (:func:`e2d_jax.dec.saddle.exchange`):
+        player's best response on the exact objective (:func:`e2d_jax.dec.saddle.certify_exchange`):
         True, False, or None (the default) for problems of more than
         ``EXCHANGE_MIN_ACTIONS`` actions. Where the optimum moves onto an action the iterate
         holds at a fraction of a percent, multiplicative steps take many blocks to move the
