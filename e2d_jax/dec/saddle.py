@@ -258,7 +258,9 @@ def certify_exchange(grads, certificate, state: SaddleState) -> SaddleState:
     (its lower bound only); the second the three candidates from the best mu after the first,
     against the averaged max player. Each pass keeps the lowest upper bound with its mu and
     the highest lower bound (every pair's bound is valid); a candidate that lowers the upper
-    bound also becomes the iterate."""
+    bound also becomes the iterate, and the max player's mixture kept with the best mu (the
+    next solve's warm start) stays the one it had (with the averaged one instead, more of the
+    duelling game's rounds end uncertified)."""
     dtype, k = state.best_mu.dtype, state.best_mu.shape[0]
     gammas = jnp.asarray(EXCHANGE_STEPS, dtype)[:, None]
     checked = jnp.stack([jnp.exp(state.log_mu), state.mu_avg, state.best_mu])
@@ -280,8 +282,8 @@ def certify_exchange(grads, certificate, state: SaddleState) -> SaddleState:
         better = ups[j] < upper
         keep = lambda new, old: jnp.where(better, new, old)  # noqa: E731
         aux = jax.tree_util.tree_map(lambda new, old: keep(new[j], old), tuple(extra), aux)
-        return (keep(mus[j], best_mu), keep(oms[j], best_om), keep(ups[j], upper), lower, aux,
-                moved | (better & line))
+        best_om = jnp.where(better & ~line, oms[j], best_om)
+        return keep(mus[j], best_mu), best_om, keep(ups[j], upper), lower, aux, moved | (better & line)
 
     best_mu, best_om, upper, lower, aux, moved = lax.fori_loop(
         0, 2, check, (state.best_mu, state.best_omega, state.upper, state.lower, tuple(state.best_aux),
