@@ -825,7 +825,7 @@ def restricted_lower(mu, pieces, s: ObservableSpan, r, lam, gap_type: str):
     a = -block  # the max player of A is the min player of -A
     scaled = matrix_game.ipm_scaled(a)
     game = lax.fori_loop(0, GAME_STEPS, lambda _, g: matrix_game.ipm_step(a, scaled, g),
-                         matrix_game.ipm_start(a, scaled))
+                         loop.batched_with(a, matrix_game.ipm_start(a, scaled)))
     omega = jnp.zeros_like(mu).at[rows].set(game.best_mu)
     if isinstance(pieces, FactoredPieces):
         values = game_values(omega, pieces.w, s, r, lam, gap_type)

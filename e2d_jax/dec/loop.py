@@ -18,7 +18,8 @@ per-lane select of the whole state after each step); otherwise a ``lax.while_loo
 under ``vmap`` runs until the batch's slowest problem stops while the finished problems keep
 their values (JAX selects on the batched predicate), or with ``early_stop=False`` a
 ``lax.fori_loop`` of the whole budget in which a finished problem is frozen (the same answers,
-no predicate to reduce over the batch).
+no predicate to reduce over the batch). A loop's start has its arrays marked as batched
+(:func:`batched_with`), so that ``vmap`` batches the loop's body once.
 """
 from __future__ import annotations
 
@@ -102,16 +103,33 @@ def run(step: Callable, state, *, steps: int, done: Callable, halted: Callable |
             stop = done(s) | halted(s)
             return jax.tree_util.tree_map(lambda old, new: jnp.where(stop, old, new), s, step(s))
 
-        return lax.fori_loop(0, steps, frozen_step, state)
+        return lax.fori_loop(0, steps, frozen_step, batched_with(done(state), state))
 
     def go_on(k, s):
         return (k < min_steps) | ((k < steps) & ~done(s) & ~halted(s))
 
     if count is not None:
+        state = batched_with(go_on(count(state), state), state)
         return lax.while_loop(lambda s: go_on(count(s), s), step, state)
+    start = jnp.zeros((), jnp.int32)
     state, _ = lax.while_loop(lambda c: go_on(c[1], c[0]), lambda c: (step(c[0]), c[1] + 1),
-                              (state, jnp.zeros((), jnp.int32)))
+                              batched_with(go_on(start, state), (state, start)))
     return state
+
+
+def batched_with(ref, tree):
+    """``tree`` with each array marked as computed from ``ref`` (any array of the problem's data),
+    its values unchanged (``select(p, x, x)`` on a predicate ``p`` of ``ref``, which XLA removes).
+
+    For the start of a loop under ``vmap``: a ``lax.while_loop`` or ``lax.fori_loop`` batches
+    every carry its body gives per-problem values, and finds which by batching the body again
+    each time a carry turns out to be batched. A start whose arrays are constants (step
+    counters, bounds at +-inf, a uniform mixture, empty index sets) would cost the body a second
+    pass (with its nested loops); marked, they are batched from the start and the body is
+    batched once. Outside ``vmap`` it changes nothing."""
+    pred = jnp.ravel(ref)[0] == 0
+    return jax.tree_util.tree_map(
+        lambda x: lax.select(jnp.broadcast_to(pred, x.shape), x, x) if isinstance(x, jax.Array) else x, tree)
 
 
 def solve(solver, problem, carry=None, *, rtol=None, atol=None, known=None) -> tuple[DecResult, object]:
@@ -144,7 +162,7 @@ def solve(solver, problem, carry=None, *, rtol=None, atol=None, known=None) -> t
         placeholder = jax.tree_util.tree_map(lambda x: jnp.zeros(x.shape, x.dtype),
                                              jax.eval_shape(lambda: solver.init(work)))
         state, _ = lax.while_loop(lambda c: need & ~c[1], lambda c: (solver.init(work), jnp.ones((), bool)),
-                                  (placeholder, jnp.zeros((), bool)))
+                                  batched_with(need, (placeholder, jnp.zeros((), bool))))
         done = lambda s: ~need | converged(*_best_bounds(known[0], *solver.bounds(work, s)), rtol, atol)  # noqa: E731
     state = run(lambda s: solver.step(work, s), state, steps=solver.steps(work), done=done,
                 halted=lambda s: solver.halted(work, s), min_steps=solver.min_steps(work),

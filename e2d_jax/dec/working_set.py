@@ -48,6 +48,7 @@ from jax import lax
 
 from e2d_jax import _linalg
 from e2d_jax.dec import interior_point as ip
+from e2d_jax.dec import loop
 from e2d_jax.envs.linear import ObservableSpan
 
 #: Smallest working set, and the working set per span dimension (see :func:`size`).
@@ -185,7 +186,8 @@ def _first_set(mu0, om0, s: ObservableSpan, r, lam, gap_type: str, m: int):
         j = jnp.argmax(key).astype(jnp.int32)
         return chosen.at[j].set(True), active.at[i].set(j)
 
-    _, active = lax.fori_loop(0, m, pick, (jnp.zeros((k,), bool), jnp.zeros((m,), jnp.int32)))
+    _, active = lax.fori_loop(0, m, pick, loop.batched_with(support, (jnp.zeros((k,), bool),
+                                                                   jnp.zeros((m,), jnp.int32))))
     return active
 
 

@@ -197,6 +197,25 @@ def test_the_loop_runs_its_first_steps_and_reads_a_count_from_the_state():
     assert int(halted["k"]) == 1
 
 
+def test_a_loop_start_marked_as_batched_keeps_its_values_and_is_batched_under_vmap():
+    """``batched_with`` returns the same values (NaN and infinities included, whatever the
+    reference holds), leaves what is not an array alone, and under vmap the marked arrays are
+    batched: a constant start is not, so ``out_axes=None`` accepts it and refuses the marked one."""
+    start = {"k": jnp.zeros((), jnp.int32), "up": jnp.full((), jnp.inf), "p": jnp.asarray([0.5, jnp.nan, 0.5]),
+             "static": 3}
+    for ref in (jnp.asarray([0.0, 1.0]), jnp.asarray(jnp.nan), jnp.asarray(True)):
+        out = loop.batched_with(ref, start)
+        assert out["static"] == 3
+        for name in ("k", "up", "p"):
+            np.testing.assert_array_equal(out[name], start[name])
+            assert out[name].dtype == start[name].dtype
+    refs = jnp.asarray([1.0, 2.0])
+    constant = jax.vmap(lambda r: start["p"], out_axes=None)(refs)
+    np.testing.assert_array_equal(constant, start["p"])
+    with pytest.raises(ValueError):
+        jax.vmap(lambda r: loop.batched_with(r, start["p"]), out_axes=None)(refs)
+
+
 def test_status_is_set_from_the_certificate():
     answer = loop.Answer(mu=jnp.asarray([0.5, 0.5]), omega=jnp.asarray([1.0]), lam=jnp.asarray(1.0),
                          value=jnp.asarray(1.0), lower=jnp.asarray(0.9995), iterations=jnp.asarray(3), carry=None)
